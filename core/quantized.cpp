@@ -39,6 +39,7 @@ QuantLayout quant_layout(const Recipe& recipe, Role role, std::int64_t source_ro
   if (s.had.size != 0 && l.cols % s.had.size != 0)
     fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the Hadamard size {}", where,
          s.had.size);
+  if (s.src == Source::requant) quant_layout(recipe, role_info(role).forward, source_rows, source_cols);
   l.row_bytes = s.elem == ElemFormat::e2m1 ? l.cols / 2 : l.cols;
   switch (s.block.kind) {
     case Block::Kind::tile:

@@ -8,6 +8,11 @@ Matrix<double> gemm(const Recipe& recipe, const QuantizedTensor& a, const Quanti
   if (a.layout.cols != b.layout.cols)
     fail(ErrorKind::invalid_argument, "gemm: operand {} has K = {} but operand {} has K = {}",
          name(a.role), a.layout.cols, name(b.role), b.layout.cols);
+  const std::string expected = canonical(recipe);
+  for (const QuantizedTensor* q : {&a, &b})
+    if (q->recipe != expected)
+      fail(ErrorKind::invalid_argument, "gemm: operand {} was quantized with recipe '{}', not '{}'",
+           name(q->role), q->recipe, expected);
   if (!(recipe[a.role].had == recipe[b.role].had))
     fail(ErrorKind::invalid_argument, "gemm: operands {} and {} use different Hadamard transforms",
          name(a.role), name(b.role));
