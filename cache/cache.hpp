@@ -1,0 +1,59 @@
+// The kernel cache: compiled binaries (CUDA cubins, host object code) in one SQLite database,
+// keyed by the SHA-256 of everything that decides the binary. Safe with many processes at once
+// (WAL, busy timeout). A cache problem never fails a caller: a corrupt or foreign database is
+// moved aside with a warning and rebuilt; a database that cannot be opened at all disables the
+// cache (every lookup misses, every store is dropped) with a warning.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fp4jit {
+
+struct CacheEntry {
+  std::string key_hash;        // lower-case hex SHA-256 of key_text + compiler + target + options
+                               // + templates_hash (see make_key_hash)
+  std::string key_text;        // the kernel key: op, problem, recipe fields, config, target
+  std::string target;          // "sm_90a", "sm_100a", "host:<cpu>:<features hash>"
+  std::string compiler;        // "nvrtc 13.0", "llvm 14.0.6"
+  std::string options;         // compile options, one string
+  std::string templates_hash;  // hash of the embedded template sources (or IR generator version)
+  std::string source;          // the generated stub (CUDA) or IR (host), kept for inspection
+  std::string symbol;          // the kernel's lowered name / entry symbol
+  std::vector<std::uint8_t> binary;
+  double compile_ms = 0.0;
+  std::int64_t created_unix = 0;  // set by put()
+};
+
+// The one function that builds a cache key; every backend uses it.
+std::string make_key_hash(const std::string& key_text, const std::string& target,
+                          const std::string& compiler, const std::string& options,
+                          const std::string& templates_hash);
+
+class KernelCache {
+ public:
+  // $FP4JIT_CACHE, else $XDG_CACHE_HOME/fp4jit/cache.db, else $HOME/.cache/fp4jit/cache.db.
+  static std::string default_path();
+
+  // Opens (creating folders and schema as needed). Never throws for cache problems.
+  explicit KernelCache(std::string path = default_path());
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  bool enabled() const;
+  const std::string& path() const;
+
+  std::optional<CacheEntry> get(const std::string& key_hash);
+  bool put(const CacheEntry& entry);  // false (with a warning) if it could not be stored
+  std::vector<CacheEntry> list();     // every entry without its binary, newest first
+  std::int64_t clear();               // removes every entry; returns how many
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fp4jit

@@ -1,0 +1,90 @@
+// fp4jit's public C++ entry point. An Engine quantizes, dequantizes and multiplies tensors with a
+// recipe on one backend:
+//   cuda       kernels generated per (op, problem, recipe, config, target), compiled with NVRTC,
+//              cached in SQLite, launched through the CUDA Driver API on the caller's stream;
+//              tensors are device pointers.
+//   host       the same ops generated as LLVM IR and compiled with ORC for this CPU; host pointers.
+//   reference  the plain C++ golden model (slow; for checking); host pointers.
+//   auto       cuda where a GPU and driver are present, else host.
+// Every backend writes the same bytes for the same inputs (see core/quantized.hpp for the layout).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/quantized.hpp"
+#include "core/recipe.hpp"
+
+namespace fp4jit {
+
+enum class BackendKind : std::uint8_t { automatic, cuda, host, reference };
+std::span<const Named<BackendKind>> backend_names();  // "auto", "cuda", "host", "reference"
+
+// An unquantized 2-D tensor, row-major with a row stride (in elements), in the backend's memory.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t row_stride = 0;  // 0: cols (contiguous)
+};
+
+// Where a quantized operand lives, in the backend's memory; sizes from Engine::layout().
+struct QuantizedView {
+  std::uint8_t* codes = nullptr;      // layout.rows x layout.row_bytes, contiguous
+  void* scales = nullptr;             // layout.scale_count(): uint8 codes or float32
+  float* tensor_scale = nullptr;      // 1 float: s_enc (two-level operands), written by quantize
+  float* amax = nullptr;              // 1 float: the operand's largest finite |value| (optional)
+  std::int64_t* residual_index = nullptr;  // OCC operands: up to residual_capacity entries
+  float* residual_value = nullptr;
+  std::int64_t* residual_count = nullptr;  // 1 value, written by quantize
+  std::int64_t residual_capacity = 0;
+};
+
+struct QuantizeArgs {
+  std::uint64_t seed = 0;    // stochastic rounding
+  std::uint64_t offset = 0;  // element i draws the random bits of index offset + i
+};
+
+struct EngineOptions {
+  BackendKind backend = BackendKind::automatic;
+  int device = 0;               // CUDA device ordinal
+  std::string cache_path;       // empty: $FP4JIT_CACHE, else $XDG_CACHE_HOME/fp4jit/cache.db
+  bool use_cache = true;
+};
+
+class Backend;
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+
+  BackendKind backend() const;
+  std::string description() const;  // e.g. "cuda: NVIDIA H100 80GB HBM3 (sm_90a), NVRTC 13.0"
+
+  // Layout of `role`'s operand quantized from a [rows, cols] tensor; throws on a bad shape.
+  QuantLayout layout(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols) const;
+
+  // Quantizes the operand `role` from `in` (given in the role's source layout, see Role).
+  void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                const QuantizeArgs& args = {}, void* stream = nullptr);
+  // Both copies of a tensor from one read: the row-wise operand `role` (x, w or dy) and its
+  // transposed partner (xt, wt or dyt), e.g. X for fprop and X^T for wgrad.
+  void quantize_pair(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                     const QuantizedView& out_transposed, const QuantizeArgs& args = {},
+                     void* stream = nullptr);
+  // The operand's values, in its own K-major layout and transformed domain (what a GEMM
+  // multiplies), as float32/bf16/fp16 into `out` [layout.rows, layout.cols].
+  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
+                  std::int64_t source_cols, const TensorView& out, void* stream = nullptr);
+  // DGE factor f'(W * sf) of the recipe's weight operand, elementwise, into out (same shape as w).
+  void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream = nullptr);
+
+ private:
+  std::unique_ptr<Backend> backend_;
+};
+
+}  // namespace fp4jit

@@ -1,0 +1,37 @@
+// The interface every backend implements behind Engine (include/fp4jit/engine.hpp). Arguments
+// are validated by Engine before they reach a backend (shapes against the recipe's layout,
+// non-null buffers); backends check what only they can (alignment, device pointers).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "fp4jit/engine.hpp"
+
+namespace fp4jit {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+  virtual std::string description() const = 0;
+
+  virtual void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                        const QuantizeArgs& args, void* stream) = 0;
+  // Default: two quantize() calls; backends override with a one-read kernel.
+  virtual void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                             const QuantizedView& out, const QuantizedView& out_transposed,
+                             const QuantizeArgs& args, void* stream);
+  virtual void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
+                          std::int64_t source_cols, const TensorView& out, void* stream) = 0;
+  virtual void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) = 0;
+};
+
+std::unique_ptr<Backend> make_reference_backend();
+// Throw Error(unsupported) when fp4jit was built without that backend; the CUDA one throws
+// Error(no_gpu) where no driver or device is present.
+std::unique_ptr<Backend> make_host_backend(const EngineOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(const EngineOptions& options);
+// True when libcuda.so.1 loads and reports at least one device (never throws).
+bool cuda_available();
+
+}  // namespace fp4jit

@@ -1,0 +1,20 @@
+// Backends this build of fp4jit does not include. Each backend's own sources replace the matching
+// definition here when CMake enables it (FP4JIT_WITH_CUDA, FP4JIT_WITH_LLVM).
+#include "runtime/backend.hpp"
+
+namespace fp4jit {
+
+#if !defined(FP4JIT_HAVE_LLVM)
+std::unique_ptr<Backend> make_host_backend(const EngineOptions&) {
+  fail(ErrorKind::unsupported, "the host backend is not built into this fp4jit (configure with FP4JIT_WITH_LLVM=ON)");
+}
+#endif
+
+#if !defined(FP4JIT_HAVE_CUDA)
+std::unique_ptr<Backend> make_cuda_backend(const EngineOptions&) {
+  fail(ErrorKind::no_gpu, "the CUDA backend is not built into this fp4jit (configure with FP4JIT_WITH_CUDA=ON)");
+}
+bool cuda_available() { return false; }
+#endif
+
+}  // namespace fp4jit
