@@ -23,6 +23,7 @@ struct CacheEntry {
   std::string source;          // the generated stub (CUDA) or IR (host), kept for inspection
   std::string symbol;          // the kernel's lowered name / entry symbol
   std::vector<std::uint8_t> binary;
+  std::int64_t binary_size = 0;  // filled by get() and list() (list() leaves binary empty)
   double compile_ms = 0.0;
   std::int64_t created_unix = 0;  // set by put()
 };
