@@ -1,6 +1,94 @@
-#include "reference/reference.hpp"
+// fp4jit: the command-line tool. Exit status: 0 success, 1 an fp4jit error (bad recipe, file,
+// shape, ...), 2 a usage error (unknown option, missing argument, invalid option value).
 #include <cstdio>
-int main() {
-  auto r = fp4jit::parse_recipe("nvfp4");
-  std::puts(fp4jit::canonical(r).c_str());
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
+
+#ifndef FP4JIT_VERSION
+#define FP4JIT_VERSION "unknown"
+#endif
+
+namespace fp4jit::cli {
+
+CLI::Validator one_of(const std::string& what, const std::vector<std::string>& names) {
+  std::string valid;
+  for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  return CLI::Validator(
+      [what, names, valid](std::string& value) -> std::string {
+        for (const auto& n : names)
+          if (value == n) return {};
+        return fmt::format("unknown {} '{}' (valid: {})", what, value, valid);
+      },
+      "{" + valid + "}");
+}
+
+std::vector<std::string> dtype_option_names() {
+  std::vector<std::string> out;
+  for (const auto& entry : dtype_names()) out.emplace_back(entry.name);
+  return out;
+}
+
+DType parse_dtype(const std::string& text) {
+  return parse_named(dtype_names(), text, "dtype");
+}
+
+std::string bytes_text(std::int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return out + "]";
+}
+
+}  // namespace fp4jit::cli
+
+namespace {
+
+void report(const fp4jit::Error& e) {
+  std::fprintf(stderr, "fp4jit: error: %s\n", e.what());
+  if (!e.log().empty()) std::fprintf(stderr, "%s\n", e.log().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(
+      "fp4jit: quantize tensors to FP4 (E2M1) and related formats with the recipes of FP4 "
+      "training (mxfp4, nvfp4, msfp4, tetrajet, ue5m3), on the CPU reference backend.\n"
+      "Tensors are NumPy .npy files (float32, float16, bfloat16).",
+      "fp4jit");
+  app.set_version_flag("--version", "fp4jit " FP4JIT_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  fp4jit recipe list\n"
+      "  fp4jit sample --shape 1024x4096 --dtype bfloat16 --out x.npy\n"
+      "  fp4jit quantize --recipe nvfp4 --in x.npy --out x.q\n"
+      "  fp4jit dequantize --in x.q --out y.npy\n"
+      "Run 'fp4jit COMMAND --help' for a command's options.");
+  fp4jit::cli::add_recipe_commands(app);
+  fp4jit::cli::add_quantize_command(app);
+  fp4jit::cli::add_dequantize_command(app);
+  fp4jit::cli::add_sample_command(app);
+  fp4jit::cli::add_dge_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const fp4jit::Error& e) {
+    report(e);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fp4jit: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
