@@ -127,9 +127,9 @@ void add_quantize_command(CLI::App& app) {
       ->required();
   std::vector<std::string> roles;
   for (const auto& entry : role_names()) roles.emplace_back(entry.name);
-  cmd->add_option("--operand,-o", o->operand,
-                  "Which operand: x, w, dy (fprop/dgrad A and B sides, as given), wt, dyt, xt "
-                  "(the transposed copies; the input is still X, W or dY as given)")
+  cmd->add_option("--operand", o->operand,
+                  "Which operand: x, w, dy quantize the input as given (X, W, dY); wt, dyt, xt "
+                  "are the transposed copies W^T, dY^T, X^T (the input is still W, dY or X)")
       ->check(one_of("operand", roles))
       ->capture_default_str();
   cmd->add_option("--backend", o->backend, "Backend that quantizes (only 'reference' for now)")

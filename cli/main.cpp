@@ -67,18 +67,19 @@ int main(int argc, char** argv) {
       "fp4jit");
   app.set_version_flag("--version", "fp4jit " FP4JIT_VERSION);
   app.require_subcommand(1);
-  app.footer(
+  fp4jit::cli::add_recipe_commands(app);
+  fp4jit::cli::add_quantize_command(app);
+  fp4jit::cli::add_dequantize_command(app);
+  fp4jit::cli::add_sample_command(app);
+  fp4jit::cli::add_dge_command(app);
+  app.footer(  // after the subcommands, which would otherwise inherit it
+
       "Examples:\n"
       "  fp4jit recipe list\n"
       "  fp4jit sample --shape 1024x4096 --dtype bfloat16 --out x.npy\n"
       "  fp4jit quantize --recipe nvfp4 --in x.npy --out x.q\n"
       "  fp4jit dequantize --in x.q --out y.npy\n"
       "Run 'fp4jit COMMAND --help' for a command's options.");
-  fp4jit::cli::add_recipe_commands(app);
-  fp4jit::cli::add_quantize_command(app);
-  fp4jit::cli::add_dequantize_command(app);
-  fp4jit::cli::add_sample_command(app);
-  fp4jit::cli::add_dge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -247,7 +247,7 @@ def test_layouts(x_f32):
     np.save(pF, np.asfortranarray(x_f32))
     np.save(p3, x_f32.reshape(2, -1, x_f32.shape[1]))
     for p, tag in ((pc, "c"), (pF, "F"), (p3, "3")):
-        run("quantize", "-r", "nvfp4", "-o", "xt", "--in", p, "--out", os.path.join(WORK, "L" + tag))
+        run("quantize", "-r", "nvfp4", "--operand", "xt", "--in", p, "--out", os.path.join(WORK, "L" + tag))
     for name in ("codes.npy", "scales.npy", "tensor_scale.npy"):
         ref = np.load(os.path.join(WORK, "Lc", name))
         for tag in ("F", "3"):

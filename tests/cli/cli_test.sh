@@ -54,6 +54,7 @@ write_npy() {
   local len=$(((10 + ${#dict} + 1 + 63) / 64 * 64 - 10))
   {
     printf '\223NUMPY\001\000'
+    # shellcheck disable=SC2059  # the format is the two length bytes, as octal escapes
     printf "\\$(printf '%03o' $((len & 255)))\\$(printf '%03o' $((len >> 8)))"
     printf '%s' "$dict"
     printf '%*s\n' $((len - ${#dict} - 1)) ''
@@ -123,7 +124,7 @@ case_errors() {
   expect_exit 1 "'frobnicate'" recipe show mxfp4:frobnicate=on
   expect_exit 1 "unknown recipe preset 'nvfp5'" quantize --recipe nvfp5 --in x.npy --out q
   expect_exit 1 "K = 24: K is not a multiple of the block width 16" quantize -r nvfp4 --in k24.npy --out q
-  expect_exit 1 "K = 4: K is not a multiple of the block width 32" quantize -r mxfp4 -o xt --in x.npy --out q
+  expect_exit 1 "K = 4: K is not a multiple of the block width 32" quantize -r mxfp4 --operand xt --in x.npy --out q
   write_npy i32.npy '<i4' '(4, 32)' 512
   expect_exit 1 "i32\.npy: unsupported dtype '<i4' \(int32\)" quantize -r nvfp4 --in i32.npy --out q
   write_npy f64.npy '<f8' '(4, 32)' 1024
@@ -139,7 +140,7 @@ case_errors() {
   expect_exit 1 "missing\.npy: cannot open" quantize -r nvfp4 --in missing.npy --out q
   expect_exit 1 "x\.npy: exists and is not a directory" quantize -r nvfp4 --in x.npy --out x.npy
   expect_exit 2 "unknown backend 'cuda' \(valid: reference\)" quantize -r nvfp4 --backend cuda --in x.npy --out q
-  expect_exit 2 "unknown operand 'y'" quantize -r nvfp4 -o y --in x.npy --out q
+  expect_exit 2 "unknown operand 'y'" quantize -r nvfp4 --operand y --in x.npy --out q
   expect_exit 2 "--out is required" quantize -r nvfp4 --in x.npy
   expect_exit 2 "unknown dtype 'int8'" dequantize --in q --out y.npy --dtype int8
   expect_exit 2 "" frobnicate

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what fp4jit needs to build and test on Debian 12 (bookworm). Idempotent: packages
+# already present are not touched, and apt is skipped entirely when nothing is missing.
+#   - Debian packages (apt-get, through sudo when not root)
+#   - numpy and ml_dtypes for the Python interop test (pip; a warning if that fails: the test
+#     is then skipped)
+#   - a warning (not an error) when the CUDA toolkit is absent from /usr/local/cuda
+set -euo pipefail
+
+PACKAGES=(build-essential cmake g++ libfmt-dev libsqlite3-dev llvm-14-dev libgtest-dev
+  libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev clang-format python3 python3-pip)
+
+say() { echo "setup: $*"; }
+warn() { echo "setup: warning: $*" >&2; }
+
+installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
+
+install_packages() {
+  if ! command -v dpkg >/dev/null 2>&1; then
+    warn "dpkg not found: not a Debian system; install the equivalents of: ${PACKAGES[*]}"
+    return
+  fi
+  local missing=()
+  for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    say "all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  say "installing: ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+install_python_modules() {
+  local python=python3
+  if ! command -v "$python" >/dev/null 2>&1; then
+    warn "python3 not found: the Python interop test will be skipped"
+    return
+  fi
+  if "$python" -c 'import numpy, ml_dtypes' 2>/dev/null; then
+    say "python3 has numpy and ml_dtypes"
+    return
+  fi
+  say "installing numpy and ml_dtypes for $python (pip, user site)"
+  # Debian's Python refuses pip installs outside a virtual environment (PEP 668) unless told.
+  if "$python" -m pip install --user --quiet numpy ml_dtypes 2>/dev/null ||
+    "$python" -m pip install --user --quiet --break-system-packages numpy ml_dtypes; then
+    "$python" -c 'import numpy, ml_dtypes' 2>/dev/null && return
+  fi
+  warn "could not install numpy and ml_dtypes: the Python interop test will be skipped"
+}
+
+check_cuda() {
+  if [[ -x /usr/local/cuda/bin/nvcc || -d /usr/local/cuda/include ]]; then
+    say "CUDA toolkit found at /usr/local/cuda"
+  else
+    warn "no CUDA toolkit at /usr/local/cuda: fine for the CPU reference backend; the CUDA " \
+      "backend needs it (NVRTC headers and libraries)"
+  fi
+}
+
+install_packages
+install_python_modules
+check_cuda
