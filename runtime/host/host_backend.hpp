@@ -1,0 +1,75 @@
+// The host backend: fp4jit's kernels generated as LLVM IR for this CPU, compiled with ORC, cached
+// as object code in the kernel cache and run on a pool of threads. Same interface and byte layout
+// as the other backends (runtime/backend.hpp, core/quantized.hpp); host pointers.
+//   FP4JIT_HOST_CONFIG="vw=8,threads=4,..."  overrides the default config (see HostConfig)
+#pragma once
+#include <memory>
+
+#include "codegen/host/host_config.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/host/kernels.hpp"
+#include "runtime/host/thread_pool.hpp"
+
+namespace fp4jit::host {
+
+struct HostBackendOptions {
+  std::string cache_path;  // empty: no persistent kernel cache
+  bool use_default_config = true;
+  HostConfig config;  // used when !use_default_config
+};
+
+// The config fitted to a target: vector width from its widest registers, all cores.
+HostConfig default_host_config(const HostTarget& target);
+
+// One operand of a GEMM: its role, layout and buffers (host memory).
+struct GemmOperand {
+  Role role = Role::x;
+  QuantLayout layout;
+  QuantizedView view;
+};
+
+// OCC compensation (fprop): C += R W^T, R the x operand's sparse residual (in `of`) and W the
+// weight in high precision, [n, k].
+struct GemmResidual {
+  const QuantizedView* of = nullptr;
+  TensorView weight;
+};
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(const HostBackendOptions& options = {});
+  ~HostBackend() override;
+
+  BackendKind kind() const override { return BackendKind::host; }
+  std::string description() const override;
+
+  void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                const QuantizeArgs& args, void* stream) override;
+  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                  std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                  void* stream) override;
+  void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
+
+  // C [a.rows, b.rows] (float32, row stride ldc) = deq(a) deq(b)^T with FP32 accumulation,
+  // block scales applied when decoding, tensor scales in the epilogue (+ OCC compensation).
+  // The operands must come from `recipe` with matching K and Hadamard transforms.
+  void gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
+            std::int64_t ldc, const GemmResidual* residual = nullptr);
+
+  const HostConfig& config() const { return config_; }
+  int threads() const { return pool_->size(); }
+  KernelRegistry& kernels() { return *kernels_; }
+
+ private:
+  void quantize_operand(const Recipe& recipe, Role role, const TensorView& src,
+                        const QuantizedView& out, const QuantizeArgs& args);
+  std::vector<float> requant_source(const Recipe& recipe, Role role, const TensorView& in,
+                                    const QuantizeArgs& args);
+  std::vector<void*> quantize_kernel(const Recipe& recipe, Role role, DType input);
+
+  HostConfig config_;
+  std::unique_ptr<KernelRegistry> kernels_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace fp4jit::host

@@ -1,0 +1,164 @@
+// HostBackend::quantize: source preparation (double quantization, OCC) in C++, then the generated
+// stats -> scales -> encode kernels.
+#include <cstring>
+
+#include "codegen/host/quantize_ir.hpp"
+#include "numerics/common.cuh"
+#include "numerics/scale.cuh"
+#include "runtime/host/host_backend.hpp"
+#include "runtime/host/host_run.hpp"
+#include "runtime/host/occ.hpp"
+
+namespace fp4jit::host {
+
+namespace {
+
+std::int64_t stride_of(const TensorView& v) {
+  return v.row_stride == 0 ? v.cols : v.row_stride;
+}
+
+// The tensor as contiguous float32 (exact for every input dtype).
+std::vector<float> to_f32(const TensorView& in, ThreadPool& pool) {
+  std::vector<float> out(static_cast<std::size_t>(in.rows * in.cols));
+  const std::int64_t stride = stride_of(in);
+  pool.run(in.rows, [&](std::int64_t r, int) {
+    float* dst = out.data() + r * in.cols;
+    for (std::int64_t c = 0; c < in.cols; ++c) {
+      const std::int64_t i = r * stride + c;
+      switch (in.dtype) {
+        case DType::f32:
+          dst[c] = static_cast<const float*>(in.data)[i];
+          break;
+        case DType::bf16:
+          dst[c] = nx::bf16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
+          break;
+        case DType::f16:
+          dst[c] = nx::f16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
+          break;
+      }
+    }
+  });
+  return out;
+}
+
+// Buffers for a whole quantized operand, owned here.
+struct OwnedQuantized {
+  std::vector<std::uint8_t> codes;
+  std::vector<float> scales;  // large enough for float scales; byte codes use its storage
+  float tensor_scale = 1.0f, amax = 0.0f;
+  std::vector<std::int64_t> residual_index;
+  std::vector<float> residual_value;
+  std::int64_t residual_count = 0;
+  QuantizedView view;
+
+  explicit OwnedQuantized(const QuantLayout& l)
+      : codes(static_cast<std::size_t>(l.code_bytes())),
+        scales(static_cast<std::size_t>(l.scale_count())),
+        residual_index(static_cast<std::size_t>(l.rows * l.cols)),
+        residual_value(static_cast<std::size_t>(l.rows * l.cols)) {
+    view.codes = codes.data();
+    view.scales = scales.data();
+    view.tensor_scale = &tensor_scale;
+    view.amax = &amax;
+    view.residual_index = residual_index.data();
+    view.residual_value = residual_value.data();
+    view.residual_count = &residual_count;
+    view.residual_capacity = l.rows * l.cols;
+  }
+};
+
+void store_residual(const OccResidual& r, const QuantizedView& out) {
+  const auto count = static_cast<std::int64_t>(r.index.size());
+  if (out.residual_count != nullptr) *out.residual_count = count;
+  if (count == 0) return;
+  if (count > out.residual_capacity || out.residual_index == nullptr ||
+      out.residual_value == nullptr)
+    fail(ErrorKind::invalid_argument, "OCC residual has {} entries but the output holds {}", count,
+         out.residual_capacity);
+  std::memcpy(out.residual_index, r.index.data(),
+              static_cast<std::size_t>(count) * sizeof(std::int64_t));
+  std::memcpy(out.residual_value, r.value.data(), static_cast<std::size_t>(count) * sizeof(float));
+}
+
+}  // namespace
+
+std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
+                                               const TensorView& in, const QuantizeArgs& args) {
+  const Role forward = role_info(role).forward;
+  if (recipe[forward].had.size != 0)
+    fail(ErrorKind::unsupported,
+         "host backend: operand {} re-quantizes operand {}, which has a Hadamard transform",
+         name(role), name(forward));
+  const QuantLayout fl = quant_layout(recipe, forward, in.rows, in.cols);
+  OwnedQuantized fq(fl);
+  quantize(recipe, forward, in, fq.view, args, nullptr);
+  std::vector<float> source(static_cast<std::size_t>(in.rows * in.cols));
+  const TensorView out{source.data(), DType::f32, in.rows, in.cols, 0};
+  dequantize(recipe, forward, fq.view, in.rows, in.cols, out, nullptr);  // exact in float
+  return source;
+}
+
+void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
+                           const QuantizedView& out, const QuantizeArgs& args, void*) {
+  const OperandSpec& s = recipe[role];
+  std::vector<float> staged;
+  if (s.src == Source::requant) staged = requant_source(recipe, role, in, args);
+  OccResidual residual;
+  if (s.occ) {
+    if (staged.empty()) staged = to_f32(in, *pool_);
+    residual = occ_clamp_rows(staged.data(), in.rows, in.cols, recipe.occ_alpha, *pool_);
+    if (role_info(role).transposed) residual = transpose_residual(residual, in.rows, in.cols);
+  }
+  const TensorView src =
+      staged.empty() ? in : TensorView{staged.data(), DType::f32, in.rows, in.cols, 0};
+  quantize_operand(recipe, role, src, out, args);
+  store_residual(residual, out);
+}
+
+void HostBackend::quantize_operand(const Recipe& recipe, Role role, const TensorView& src,
+                                   const QuantizedView& out, const QuantizeArgs& args) {
+  const OperandSpec& s = recipe[role];
+  const QuantLayout l = quant_layout(recipe, role, src.rows, src.cols);
+  const std::vector<void*> fns = quantize_kernel(recipe, role, src.dtype);
+  QuantizeKernelSpec shape;
+  shape.op = s;
+  shape.config = config_;
+  const int band = shape.band_rows();
+
+  std::vector<float> factors(static_cast<std::size_t>(l.scale_count()));
+  QuantizeKernelArgs a;
+  a.src = src.data;
+  a.src_stride = stride_of(src);
+  a.rows = l.rows;
+  a.cols = l.cols;
+  a.codes = out.codes;
+  a.row_bytes = l.row_bytes;
+  a.scales = out.scales;
+  a.factors = factors.data();
+  a.scale_cols = l.scale_cols;
+  a.seed = args.seed;
+  a.offset = args.offset;
+
+  StatsBuffers stats(*pool_, s.block, l);
+  std::uint32_t amax_bits = 0;
+  run_stats(*pool_, band, l.rows, l.cols, a, reinterpret_cast<RangeKernel>(fns[0]), stats,
+            amax_bits);
+  a.stats = stats.merged();
+  const float amax = nx::bits_float(amax_bits);
+  if (l.two_level)
+    a.s_enc =
+        nx::two_level_tensor_scale(amax, scale_format_max(s.scale, recipe.ue5m3), elem_max(s.elem));
+  reinterpret_cast<RangeKernel>(fns[1])(&a, 0, l.scale_count());
+
+  ScratchBuffers scratch(*pool_, band, l.cols);
+  run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
+    QuantizeKernelArgs mine = a;
+    mine.scratch = scratch.get(worker);
+    reinterpret_cast<RangeKernel>(fns[2])(&mine, r0, r1);
+  });
+  if (out.tensor_scale != nullptr) *out.tensor_scale = a.s_enc;
+  if (out.amax != nullptr) *out.amax = amax;
+  if (out.residual_count != nullptr) *out.residual_count = 0;
+}
+
+}  // namespace fp4jit::host

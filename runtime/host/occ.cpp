@@ -1,0 +1,87 @@
+#include "runtime/host/occ.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fp4jit::host {
+
+namespace {
+
+bool nan_last(float a, float b) {
+  return std::isnan(b) ? !std::isnan(a) : a < b;
+}
+
+struct Quantiles {
+  float lo, hi;
+};
+
+Quantiles quantiles(const float* row, std::int64_t n, std::int64_t lo_index, std::int64_t hi_index,
+                    std::vector<float>& work) {
+  work.assign(row, row + n);
+  std::nth_element(work.begin(), work.begin() + lo_index, work.end(), nan_last);
+  const float lo = work[static_cast<std::size_t>(lo_index)];
+  std::nth_element(work.begin() + lo_index, work.begin() + hi_index, work.end(), nan_last);
+  const float hi = work[static_cast<std::size_t>(hi_index)];
+  const bool zero_quantile = lo == 0.0f || hi == 0.0f;
+  if (!zero_quantile) return {lo, hi};
+  bool pos = false, neg = false;
+  for (std::int64_t c = 0; c < n; ++c) {
+    if (row[c] == 0.0f) (std::signbit(row[c]) ? neg : pos) = true;
+  }
+  if (!(pos && neg)) return {lo, hi};
+  // The sign of a zero quantile depends on the sort's order of equal elements: sort as the
+  // reference does.
+  work.assign(row, row + n);
+  std::sort(work.begin(), work.end(),
+            [](float a, float b) { return std::isnan(b) ? !std::isnan(a) : a < b; });
+  return {work[static_cast<std::size_t>(lo_index)], work[static_cast<std::size_t>(hi_index)]};
+}
+
+}  // namespace
+
+OccResidual occ_clamp_rows(float* m, std::int64_t rows, std::int64_t n, double alpha,
+                           ThreadPool& pool) {
+  const auto lo_index = std::min<std::int64_t>(n - 1, static_cast<std::int64_t>((1.0 - alpha) * n));
+  const auto hi_index = std::min<std::int64_t>(n - 1, static_cast<std::int64_t>(alpha * n));
+  std::vector<OccResidual> per_row(static_cast<std::size_t>(rows));
+  std::vector<std::vector<float>> work(static_cast<std::size_t>(pool.size()));
+  pool.run(rows, [&](std::int64_t r, int worker) {
+    float* row = m + r * n;
+    const Quantiles q =
+        quantiles(row, n, lo_index, hi_index, work[static_cast<std::size_t>(worker)]);
+    OccResidual& out = per_row[static_cast<std::size_t>(r)];
+    for (std::int64_t c = 0; c < n; ++c) {
+      const float x = row[c];
+      const float clamped = x < q.lo ? q.lo : (x > q.hi ? q.hi : x);
+      if (clamped != x) {  // NaN too, as in the reference
+        out.index.push_back(r * n + c);
+        out.value.push_back(x - clamped);
+        row[c] = clamped;
+      }
+    }
+  });
+  OccResidual all;
+  for (const OccResidual& r : per_row) {
+    all.index.insert(all.index.end(), r.index.begin(), r.index.end());
+    all.value.insert(all.value.end(), r.value.begin(), r.value.end());
+  }
+  return all;
+}
+
+OccResidual transpose_residual(const OccResidual& r, std::int64_t rows, std::int64_t cols) {
+  std::vector<std::int64_t> start(static_cast<std::size_t>(cols) + 1, 0);
+  for (std::int64_t i : r.index) ++start[static_cast<std::size_t>(i % cols) + 1];
+  for (std::size_t c = 0; c < static_cast<std::size_t>(cols); ++c) start[c + 1] += start[c];
+  OccResidual out;
+  out.index.resize(r.index.size());
+  out.value.resize(r.value.size());
+  for (std::size_t t = 0; t < r.index.size(); ++t) {  // rows ascending within each column
+    const std::int64_t row = r.index[t] / cols, col = r.index[t] % cols;
+    const auto at = static_cast<std::size_t>(start[static_cast<std::size_t>(col)]++);
+    out.index[at] = col * rows + row;
+    out.value[at] = r.value[t];
+  }
+  return out;
+}
+
+}  // namespace fp4jit::host
