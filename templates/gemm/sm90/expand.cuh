@@ -1,0 +1,131 @@
+// On-chip expansion of packed E2M1 (FP4) codes into tensor-core operands, exact by construction.
+// Shared by the sm90 GEMM kernels and the host unit test (tests/unit/gemm_expand_test.cpp), so
+// every function is __host__ __device__; prmt() emulates PTX prmt.b32 on the host.
+//
+// Packed layout (core/quantized.hpp): element 2i in the low nibble of byte i. A 32-bit word w
+// holds 8 codes, element j in bits [4j, 4j+4): bit 4j+3 is the sign, bits 4j..4j+2 the magnitude
+// code c (0..7 -> 0, 0.5, 1, 1.5, 2, 3, 4, 6).
+//
+// FP8 path (QGMMA, E4M3 operands):
+//   * e2m1x8_to_e4m3_eo: fixed placement, value = E2M1 * 2^-6. Sign to bit 7, c to bits 4..2:
+//     c<<2 read as E4M3 is E2M1(c) * 2^-6 for every c (0.5 lands on the subnormal 2^-7).
+//     Outputs the even elements (0,2,4,6) and the odd elements (1,3,5,7) as two words.
+//   * e2m1x8_to_e4m3_lut: value = E2M1 * 2^(t-8) for a per-block shift t in [0, 14] (the window
+//     where every E2M1 value times the power of two is exact in E4M3), through an 8-byte
+//     magnitude table selected by prmt. Outputs elements 0..3 and 4..7 in natural order.
+// 16-bit path (HGMMA, FP16 or BF16 operands):
+//   * e2m1x4_to_16bit: 4 codes -> two 16-bit pairs (elements (0,1) and (2,3)) through byte
+//     tables; the caller multiplies by the block scale with one exact mul.f16x2/bf16x2.
+// Every output keeps its own element order within a 32-element group; the kernels apply the
+// same permutation of K to both operands, which leaves the GEMM unchanged.
+#pragma once
+#include "numerics/common.cuh"
+
+namespace fp4jit::sm90 {
+
+using nx::u16;
+using nx::u32;
+using nx::u64;
+using nx::u8;
+
+// PTX prmt.b32, default mode: byte i of the result is byte (sel nibble i & 7) of {b:a}; when
+// bit 3 of the nibble is set, that byte's sign bit is replicated into all 8 bits.
+FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+#else
+  const u64 src = (static_cast<u64>(b) << 32) | a;
+  u32 d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const u32 s = (sel >> (4 * i)) & 15u;
+    u32 byte = static_cast<u32>(src >> (8 * (s & 7u))) & 0xFFu;
+    if (s & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+#endif
+}
+
+// ---- FP8 path -------------------------------------------------------------------------------
+
+// Fixed expansion: E4M3 bytes of E2M1 * 2^-6. even = elements 0,2,4,6; odd = elements 1,3,5,7.
+FP4JIT_HD void e2m1x8_to_e4m3_eo(u32 w, u32& even, u32& odd) {
+  even = ((w & 0x07070707u) << 2) | ((w & 0x08080808u) << 4);
+  odd = ((w >> 2) & 0x1C1C1C1Cu) | (w & 0x80808080u);
+}
+
+// Table expansion: lut_lo holds the E4M3 magnitude bytes for codes 0..3, lut_hi for 4..7 (sign
+// bits clear). lo = elements 0..3, hi = elements 4..7, each byte the table entry with the
+// element's sign or'ed in (for the NaN table 0x7F, the signed byte 0xFF is NaN as well).
+FP4JIT_HD void e2m1x8_to_e4m3_lut(u32 w, u32 lut_lo, u32 lut_hi, u32& lo, u32& hi) {
+  const u32 sel = w & 0x77777777u;
+  const u32 w4 = w << 4;
+  // Sign of element j is bit 4j+3 of w: the msb of byte j/2 of w (odd j) or of w<<4 (even j).
+  const u32 slo = prmt(w4, w, 0xD9C8u);
+  const u32 shi = prmt(w4, w, 0xFBEAu);
+  lo = prmt(lut_lo, lut_hi, sel) | (slo & 0x80808080u);
+  hi = prmt(lut_lo, lut_hi, sel >> 16) | (shi & 0x80808080u);
+}
+
+// Shifts of the table expansion: value = E2M1 * 2^(t - kLutBias), t in [0, kLutMaxShift].
+constexpr int kLutBias = 8;
+constexpr int kLutMaxShift = 14;   // 15 binades: 0.5 * 2^-8 = 2^-9 .. 6 * 2^6 = 384
+constexpr int kLutZero = 15;       // every code -> 0 (blocks outside the current band)
+constexpr int kLutNan = 16;        // every code -> NaN (NaN block scales)
+constexpr int kLutEntries = 17;
+
+// E4M3 bits of v = n * 2^q for n in {1, 3} (n * 2^q representable), positive.
+FP4JIT_HD u32 e4m3_bits_pow2(u32 n, int q) {
+  // n = 1: 2^q; n = 3: 1.5 * 2^(q+1).
+  const int e = n == 1u ? q : q + 1;  // unbiased exponent of the leading bit
+  const u32 mant = n == 1u ? 0u : 4u;
+  if (e >= -6) return (static_cast<u32>(e + 7) << 3) | mant;
+  // subnormal: value / 2^-9 as an integer in [1, 7]
+  return n << (q + 9);
+}
+
+// The two words of the magnitude table for shift t (or kLutZero / kLutNan).
+FP4JIT_HD void e4m3_lut(int t, u32& lut_lo, u32& lut_hi) {
+  if (t == kLutZero) {
+    lut_lo = lut_hi = 0u;
+    return;
+  }
+  if (t == kLutNan) {
+    lut_lo = lut_hi = 0x7F7F7F7Fu;
+    return;
+  }
+  // 2 * E2M1(c) = {0, 1, 2, 3, 4, 6, 8, 12} = n * 2^p with n in {1, 3}
+  const u32 n[8] = {0, 1, 1, 3, 1, 3, 1, 3};
+  const int p[8] = {0, 0, 1, 0, 2, 1, 3, 2};
+  u32 bytes[8];
+  for (int c = 0; c < 8; ++c)
+    bytes[c] = c == 0 ? 0u : e4m3_bits_pow2(n[c], p[c] + t - kLutBias - 1);
+  lut_lo = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (bytes[3] << 24);
+  lut_hi = bytes[4] | (bytes[5] << 8) | (bytes[6] << 16) | (bytes[7] << 24);
+}
+
+// ---- 16-bit path ----------------------------------------------------------------------------
+
+// Byte tables of the 16-bit encodings of the E2M1 magnitudes 0, 0.5, 1, 1.5 | 2, 3, 4, 6.
+struct HalfLut {
+  u32 hi_lo, hi_hi;  // high bytes, codes 0..3 and 4..7
+  u32 lo_lo, lo_hi;  // low bytes (all zero for FP16)
+};
+constexpr HalfLut kF16Lut{0x3E3C3800u, 0x46444240u, 0u, 0u};
+constexpr HalfLut kBF16Lut{0x3F3F3F00u, 0x40404040u, 0xC0800000u, 0xC0804000u};
+
+// x: 4 codes in bits 0..15. w0 = (element 0, element 1), w1 = (element 2, element 3), each a pair
+// of 16-bit floats (first element in the low half) with the magnitude E2M1(c) and the sign.
+template <bool kHasLowBytes>
+FP4JIT_HD void e2m1x4_to_16bit(u32 x, const HalfLut& lut, u32& w0, u32& w1) {
+  const u32 sel = x & 0x7777u;
+  const u32 signs = prmt(x << 4, x, 0xD9C8u) & 0x80808080u;
+  const u32 hi4 = prmt(lut.hi_lo, lut.hi_hi, sel) | signs;
+  const u32 lo4 = kHasLowBytes ? prmt(lut.lo_lo, lut.lo_hi, sel) : 0u;
+  w0 = prmt(lo4, hi4, 0x5140u);
+  w1 = prmt(lo4, hi4, 0x7362u);
+}
+
+}  // namespace fp4jit::sm90
