@@ -69,7 +69,9 @@ TEST(GemmExpand, TableShiftsAreExactOverTheWindow) {
       const double scale = t == sm90::kLutZero ? 0.0 : std::ldexp(1.0, t - sm90::kLutBias);
       const double want = nx::e2m1_decode(c) * scale;
       ASSERT_EQ(e4m3(byte), want) << "shift " << t << " code " << c << " element " << j;
-      if (want != 0.0) ASSERT_EQ(byte >> 7, c >> 3);
+      if (want != 0.0) {
+        ASSERT_EQ(byte >> 7, c >> 3);
+      }
     });
   }
 }
@@ -126,7 +128,9 @@ TEST(GemmExpand, BlockScaleProductsAreExact) {
         } else {
           // FP16: normal range up to 65504, 11 significant bits
           ASSERT_LE(std::fabs(exact), 65504.0);
-          if (exact != 0.0) ASSERT_GE(std::fabs(exact), std::ldexp(1.0, -14));
+          if (exact != 0.0) {
+            ASSERT_GE(std::fabs(exact), std::ldexp(1.0, -14));
+          }
           const double ulp = std::ldexp(1.0, std::ilogb(exact == 0.0 ? 1.0 : exact) - 10);
           ASSERT_EQ(std::fmod(exact, ulp), 0.0) << "ue4m3 code " << code << " x e2m1 " << c;
         }
