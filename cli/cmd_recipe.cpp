@@ -32,7 +32,8 @@ std::string hadamard_text(const HadamardSpec& h) {
   if (h.signs == HadamardSpec::Signs::random)
     return fmt::format("{} random(seed={})", h.size, h.seed);
   if (h.signs == HadamardSpec::Signs::none) return fmt::format("{}", h.size);
-  return fmt::format("{} {}", h.size, hadamard_signs_text(h));
+  const std::string signs = hadamard_signs_text(h);  // one per entry: abbreviated past 16
+  return fmt::format("{} {}", h.size, signs.size() > 16 ? signs.substr(0, 16) + "..." : signs);
 }
 
 std::string round_text(const OperandSpec& s) {
@@ -53,10 +54,7 @@ void print_table(const Recipe& r) {
   fmt::print("recipe-wide: occ alpha {}, dge k {} clip {}, ue5m3 max {}, qema decay {} start {}\n",
              r.occ_alpha, r.dge_k, r.dge_clip, name_of(ue5m3_variant_names(), r.ue5m3),
              r.qema_decay, r.qema_start);
-  fmt::print("operands: ");
-  for (Role role : kAllRoles)
-    fmt::print("{}{} = {}", role == Role::x ? "" : "; ", name(role), role_info(role).description);
-  fmt::print("\n");
+  for (Role role : kAllRoles) fmt::print("{:<4} = {}\n", name(role), role_info(role).description);
 }
 
 }  // namespace

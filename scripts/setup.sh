@@ -8,7 +8,9 @@
 set -euo pipefail
 
 PACKAGES=(build-essential cmake g++ libfmt-dev libsqlite3-dev llvm-14-dev libgtest-dev
-  libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev clang-format python3 python3-pip)
+  libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev clang-format python3 python3-pip
+  # what LLVM 14's CMake package links the host backend against
+  zlib1g-dev libffi-dev libncurses-dev libxml2-dev)
 
 say() { echo "setup: $*"; }
 warn() { echo "setup: warning: $*" >&2; }
@@ -59,7 +61,7 @@ check_cuda() {
   if [[ -x /usr/local/cuda/bin/nvcc || -d /usr/local/cuda/include ]]; then
     say "CUDA toolkit found at /usr/local/cuda"
   else
-    warn "no CUDA toolkit at /usr/local/cuda: fine for the CPU reference backend; the CUDA " \
+    warn "no CUDA toolkit at /usr/local/cuda: fine for the CPU reference backend; the CUDA" \
       "backend needs it (NVRTC headers and libraries)"
   fi
 }
