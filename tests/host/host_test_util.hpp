@@ -6,11 +6,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/matrix.hpp"
+#include "core/sha256.hpp"
 #include "numerics/common.cuh"
 #include "numerics/minifloat.cuh"
 #include "reference/reference.hpp"
