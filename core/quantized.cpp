@@ -35,10 +35,12 @@ QuantLayout quant_layout(const Recipe& recipe, Role role, std::int64_t source_ro
     fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the block width {} (block={})",
          where, s.block.cols, block_text(s.block));
   if (s.elem == ElemFormat::e2m1 && l.cols % 2 != 0)
-    fail(ErrorKind::invalid_argument, "{}: K must be even to pack two E2M1 codes per byte", where);
+    fail(ErrorKind::invalid_argument,
+         "{}: K must be even to pack two E2M1 codes per byte (block={})", where,
+         block_text(s.block));
   if (s.had.size != 0 && l.cols % s.had.size != 0)
-    fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the Hadamard size {}", where,
-         s.had.size);
+    fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the Hadamard size {} (block={})",
+         where, s.had.size, block_text(s.block));
   if (s.src == Source::requant) quant_layout(recipe, role_info(role).forward, source_rows, source_cols);
   l.row_bytes = s.elem == ElemFormat::e2m1 ? l.cols / 2 : l.cols;
   switch (s.block.kind) {
