@@ -90,11 +90,10 @@ double half_value(nx::u32 bits16, bool bf16) {
 
 template <bool kBF16>
 void check_16bit() {
-  const sm90::HalfLut& lut = kBF16 ? sm90::kBF16Lut : sm90::kF16Lut;
   for_each_placement([&](u32 w, int j, u32 c) {
     if (j >= 4) return;  // the 16-bit expansion takes 4 codes; the upper half is w >> 16
     u32 w0, w1;
-    sm90::e2m1x4_to_16bit<kBF16>(w & 0xFFFFu, lut, w0, w1);
+    sm90::e2m1x4_to_16bit<kBF16>(w & 0xFFFFu, w0, w1);
     const u32 word = j < 2 ? w0 : w1;
     const u32 bits = (word >> (16 * (j % 2))) & 0xFFFFu;
     ASSERT_EQ(half_value(bits, kBF16), static_cast<double>(nx::e2m1_decode(c))) << "code " << c;

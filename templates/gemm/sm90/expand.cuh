@@ -108,22 +108,17 @@ FP4JIT_HD void e4m3_lut(int t, u32& lut_lo, u32& lut_hi) {
 
 // ---- 16-bit path ----------------------------------------------------------------------------
 
-// Byte tables of the 16-bit encodings of the E2M1 magnitudes 0, 0.5, 1, 1.5 | 2, 3, 4, 6.
-struct HalfLut {
-  u32 hi_lo, hi_hi;  // high bytes, codes 0..3 and 4..7
-  u32 lo_lo, lo_hi;  // low bytes (all zero for FP16)
-};
-constexpr HalfLut kF16Lut{0x3E3C3800u, 0x46444240u, 0u, 0u};
-constexpr HalfLut kBF16Lut{0x3F3F3F00u, 0x40404040u, 0xC0800000u, 0xC0804000u};
-
 // x: 4 codes in bits 0..15. w0 = (element 0, element 1), w1 = (element 2, element 3), each a pair
-// of 16-bit floats (first element in the low half) with the magnitude E2M1(c) and the sign.
-template <bool kHasLowBytes>
-FP4JIT_HD void e2m1x4_to_16bit(u32 x, const HalfLut& lut, u32& w0, u32& w1) {
+// of 16-bit floats (first element in the low half; FP16, or BF16 when kBF16) holding E2M1(c) with
+// the code's sign. Byte tables of the 16-bit encodings of 0, 0.5, 1, 1.5 | 2, 3, 4, 6: FP16 high
+// bytes 00 38 3C 3E | 40 42 44 46 (low bytes all zero); BF16 high bytes 00 3F 3F 3F | 40 40 40 40,
+// low bytes 00 00 80 C0 | 00 40 80 C0.
+template <bool kBF16>
+FP4JIT_HD void e2m1x4_to_16bit(u32 x, u32& w0, u32& w1) {
   const u32 sel = x & 0x7777u;
   const u32 signs = prmt(x << 4, x, 0xD9C8u) & 0x80808080u;
-  const u32 hi4 = prmt(lut.hi_lo, lut.hi_hi, sel) | signs;
-  const u32 lo4 = kHasLowBytes ? prmt(lut.lo_lo, lut.lo_hi, sel) : 0u;
+  const u32 hi4 = (kBF16 ? prmt(0x3F3F3F00u, 0x40404040u, sel) : prmt(0x3E3C3800u, 0x46444240u, sel)) | signs;
+  const u32 lo4 = kBF16 ? prmt(0xC0800000u, 0xC0804000u, sel) : 0u;
   w0 = prmt(lo4, hi4, 0x5140u);
   w1 = prmt(lo4, hi4, 0x7362u);
 }

@@ -1,0 +1,214 @@
+// The consumer warpgroups of the sm90 GEMM (threads 128..383): each owns 64 rows of the tile.
+// Per expanded stage a thread expands its A fragment straight into registers (rows g and g + 8 of
+// its warp's 16, 4 wgmma K steps) and issues 4 register-A wgmmas on the stage's B.
+//
+// Fragment (per K step, 4 registers): a0 = row g, physical k 4t..4t+3 (FP8; 2t, 2t+1 for 16-bit),
+// a1 = row g + 8, a2 / a3 = the same rows at k + 16 (k + 8). Thread t of a row group takes packed
+// word t of the step (FP8) or block t of the tile (16-bit), the same element order the transform
+// warpgroup writes into B.
+//
+// Accumulation: ms and nv accumulate in the tensor cores across the whole K range (products of
+// E2M1 values are exact, and the partial sums stay on the fine grid that the tensor-core
+// accumulator keeps); mx, whose per-tile shifts change the scale, promotes every stage into FP32
+// registers with the stage's factor (and ms can promote every kPromoteTiles tiles).
+#pragma once
+#include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/smem.cuh"
+
+namespace fp4jit::sm90 {
+
+struct ConsumerRows {
+  int r0, r1;  // tile rows of the fragment (r1 = r0 + 8)
+  int tig;     // thread in group (lane % 4)
+};
+
+// Expands one stage's A fragment (16 registers: 4 K steps x a0..a3).
+template <class T>
+__device__ __forceinline__ void expand_a(const SmemView<T>& sm, int s, int e, const ConsumerRows& rw,
+                                         unsigned (&fr)[16]) {
+  const unsigned pa = sm.packed_a(s);
+  if constexpr (T::kKind == ScaleKind::ms) {
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      const unsigned w0 = lds32(pa + rw.r0 * 64 + 16 * (st ^ ((rw.r0 >> 1) & 3)) + 4 * rw.tig);
+      const unsigned w1 = lds32(pa + rw.r1 * 64 + 16 * (st ^ ((rw.r1 >> 1) & 3)) + 4 * rw.tig);
+      e2m1x8_to_e4m3_eo(w0, fr[4 * st + 0], fr[4 * st + 2]);
+      e2m1x8_to_e4m3_eo(w1, fr[4 * st + 1], fr[4 * st + 3]);
+    }
+  } else if constexpr (T::kKind == ScaleKind::mx) {
+    const unsigned idx0 = lds32(sm.header(e) + rw.r0 * T::kRowInfoBytes);
+    const unsigned idx1 = lds32(sm.header(e) + rw.r1 * T::kRowInfoBytes);
+    const unsigned table = sm.table();
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      const unsigned w0 = lds32(pa + rw.r0 * 64 + 16 * (st ^ ((rw.r0 >> 1) & 3)) + 4 * rw.tig);
+      const unsigned w1 = lds32(pa + rw.r1 * 64 + 16 * (st ^ ((rw.r1 >> 1) & 3)) + 4 * rw.tig);
+      unsigned l0, h0, l1, h1;
+      lds64(table + 8 * ((idx0 >> (8 * st)) & 0xFFu), l0, h0);
+      lds64(table + 8 * ((idx1 >> (8 * st)) & 0xFFu), l1, h1);
+      e2m1x8_to_e4m3_lut(w0, l0, h0, fr[4 * st + 0], fr[4 * st + 2]);
+      e2m1x8_to_e4m3_lut(w1, l1, h1, fr[4 * st + 1], fr[4 * st + 3]);
+    }
+  } else {
+    const unsigned s0 = lds32(sm.header(e) + rw.r0 * T::kRowInfoBytes + 4 * rw.tig);
+    const unsigned s1 = lds32(sm.header(e) + rw.r1 * T::kRowInfoBytes + 4 * rw.tig);
+    unsigned u0[2], u1[2];
+    lds64(pa + rw.r0 * 32 + 8 * rw.tig, u0[0], u0[1]);
+    lds64(pa + rw.r1 * 32 + 8 * rw.tig, u1[0], u1[1]);
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      const unsigned x0 = (u0[st / 2] >> (16 * (st & 1))) & 0xFFFFu;
+      const unsigned x1 = (u1[st / 2] >> (16 * (st & 1))) & 0xFFFFu;
+      unsigned v0, v1, v2, v3;
+      if constexpr (T::kBF16) {
+        e2m1x4_to_16bit<true>(x0, v0, v1);
+        e2m1x4_to_16bit<true>(x1, v2, v3);
+        fr[4 * st + 0] = mul_bf16x2(v0, s0);
+        fr[4 * st + 2] = mul_bf16x2(v1, s0);
+        fr[4 * st + 1] = mul_bf16x2(v2, s1);
+        fr[4 * st + 3] = mul_bf16x2(v3, s1);
+      } else {
+        e2m1x4_to_16bit<false>(x0, v0, v1);
+        e2m1x4_to_16bit<false>(x1, v2, v3);
+        fr[4 * st + 0] = mul_f16x2(v0, s0);
+        fr[4 * st + 2] = mul_f16x2(v1, s0);
+        fr[4 * st + 1] = mul_f16x2(v2, s1);
+        fr[4 * st + 3] = mul_f16x2(v3, s1);
+      }
+    }
+  }
+}
+
+// 4 wgmma K steps on expanded stage e; the first overwrites d unless `accumulate`.
+template <class T>
+__device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[16], unsigned exp,
+                                          bool accumulate) {
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int st = 0; st < 4; ++st) {
+    const unsigned long long desc = smem_desc_sw128(exp + 32 * st);
+    const int scale_d = (st > 0 || accumulate) ? 1 : 0;
+    if constexpr (T::kFp8) {
+      T::MmaFp8::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3], desc, scale_d);
+    } else if constexpr (T::kBF16) {
+      T::MmaBF16::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3], desc, scale_d);
+    } else {
+      T::MmaF16::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3], desc, scale_d);
+    }
+  }
+  wgmma_commit();
+  fence_operands(d);
+}
+
+// Pipeline position of a consumer warpgroup (both warpgroups walk the same stages).
+template <class T>
+struct ConsumerPipe {
+  RingPos<T::kPackedStages> pk;
+  RingPos<T::kExpStages> ex;
+};
+
+// Waits for the next stage; returns its tile info word.
+template <class T>
+__device__ __forceinline__ unsigned acquire_stage(const SmemView<T>& sm, const ConsumerPipe<T>& pp) {
+  mbar_wait(sm.exp_full(pp.ex.slot()), pp.ex.full_parity());
+  mbar_wait(sm.packed_full(pp.pk.slot()), pp.pk.full_parity());
+  return lds32(sm.tile_info(pp.ex.slot()));
+}
+
+template <class T>
+__device__ __forceinline__ void release_stage(const SmemView<T>& sm, ConsumerPipe<T>& pp, unsigned info) {
+  warp_arrive(sm.exp_empty(pp.ex.slot()));
+  if (info & kLastPass) {
+    warp_arrive(sm.packed_empty(pp.pk.slot()));
+    ++pp.pk.count;
+  }
+  ++pp.ex.count;
+}
+
+// ms / nv without promotion: one accumulator, wgmma groups of consecutive stages in flight.
+template <class T>
+__device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, ConsumerPipe<T>& pp, const ConsumerRows& rw,
+                                                    float (&acc)[T::kAccum]) {
+  unsigned fa[16], fb[16];
+  bool first = true;
+  unsigned prev_info = 0;
+  int prev_e = -1, prev_s = -1;
+  auto stage = [&](unsigned(&fr)[16]) -> bool {
+    const unsigned info = acquire_stage(sm, pp);
+    const int e = pp.ex.slot(), s = pp.pk.slot();
+    expand_a<T>(sm, s, e, rw, fr);
+    issue_mma<T>(acc, fr, sm.exp(e), !first);
+    first = false;
+    wgmma_wait<1>();
+    if (prev_e >= 0) {
+      warp_arrive(sm.exp_empty(prev_e));
+      if (prev_info & kLastPass) warp_arrive(sm.packed_empty(prev_s));
+    }
+    prev_e = e;
+    prev_s = s;
+    prev_info = info;
+    ++pp.ex.count;
+    if (info & kLastPass) ++pp.pk.count;
+    return (info & kUnitLast) != 0;
+  };
+  while (true) {
+    if (stage(fa)) break;
+    if (stage(fb)) break;
+  }
+  wgmma_wait<0>();
+  warp_arrive(sm.exp_empty(prev_e));
+  if (prev_info & kLastPass) warp_arrive(sm.packed_empty(prev_s));
+}
+
+// mx (and ms with promotion): each stage's wgmmas write `tmp`; the next stage's A fragment is
+// expanded while they run; then tmp is promoted into `fin` with the stage's factor.
+template <class T>
+__device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, ConsumerPipe<T>& pp, const ConsumerRows& rw,
+                                                 float (&tmp)[T::kAccum], float (&fin)[T::kAccum]) {
+  unsigned fa[16], fb[16];
+#pragma unroll
+  for (int i = 0; i < T::kAccum; ++i) fin[i] = 0.0f;
+  unsigned info = acquire_stage(sm, pp);
+  expand_a<T>(sm, pp.pk.slot(), pp.ex.slot(), rw, fa);
+  int in_chain = 0;  // ms: stages accumulated in tmp since the last promotion
+  auto stage = [&](unsigned(&cur)[16], unsigned(&nxt)[16]) -> bool {
+    const int e = pp.ex.slot();
+    issue_mma<T>(tmp, cur, sm.exp(e), in_chain > 0);
+    float f0 = 1.0f, f1 = 1.0f;
+    if constexpr (T::kKind == ScaleKind::mx) {
+      const float fbv = __uint_as_float(lds32(sm.tile_info(e) + 4));
+      f0 = __uint_as_float(lds32(sm.header(e) + rw.r0 * T::kRowInfoBytes + 4)) * fbv;
+      f1 = __uint_as_float(lds32(sm.header(e) + rw.r1 * T::kRowInfoBytes + 4)) * fbv;
+    }
+    const bool done = (info & kUnitLast) != 0;
+    const unsigned this_info = info;
+    const int this_s = pp.pk.slot();
+    // Next stage's A while the tensor cores work (its packed slot may be the same K tile's).
+    ConsumerPipe<T> nx = pp;
+    ++nx.ex.count;
+    if (this_info & kLastPass) ++nx.pk.count;
+    if (!done) {
+      info = acquire_stage(sm, nx);
+      expand_a<T>(sm, nx.pk.slot(), nx.ex.slot(), rw, nxt);
+    }
+    wgmma_wait<0>();
+    ++in_chain;
+    const bool promote = T::kKind == ScaleKind::mx || done || in_chain == T::kPromoteTiles;
+    if (promote) {
+#pragma unroll
+      for (int i = 0; i < T::kAccum; ++i) fin[i] = fmaf(tmp[i], (i & 2) ? f1 : f0, fin[i]);
+      in_chain = 0;
+    }
+    warp_arrive(sm.exp_empty(e));
+    if (this_info & kLastPass) warp_arrive(sm.packed_empty(this_s));
+    pp = nx;
+    return done;
+  };
+  while (true) {
+    if (stage(fa, fb)) break;
+    if (stage(fb, fa)) break;
+  }
+}
+
+}  // namespace fp4jit::sm90

@@ -1,0 +1,141 @@
+// Epilogue of the sm90 GEMM, run by each consumer thread on its accumulator fragment:
+//   D[m, n] = alpha * factor(m, n) * acc [+ bias[n]] [+ beta * C[m, n]]
+// factor: ms: 2^12 (undoes the 2^-6 of both expansions) * sa[m] * sb[n]; mx: 1 (the stage factors
+// were applied at promotion); nv: tensor_factor (1 / (s_enc_a * s_enc_b)).
+// Fragment element j = v0 + 2 v1 + 4 v2: row g + 8 v1, column 8 v2 + 2 tig + v0. Rows >= M and
+// columns >= N (ragged edges) are not stored.
+//
+// Split-K (splits > 1): every split stores its raw fragment into the workspace (fragment order,
+// coalesced float4), then bumps the tile's counter; the split that arrives last sums all splits in
+// split order (deterministic), runs the epilogue and resets the counter.
+#pragma once
+#include "gemm/sm90/consumer.cuh"
+#include "gemm/sm90/scheduler.cuh"
+#include "gemm/sm90/smem.cuh"
+
+namespace fp4jit::sm90 {
+
+template <OutType kOut>
+__device__ __forceinline__ float load_out(const void* c, long long idx) {
+  if constexpr (kOut == OutType::f32) {
+    return static_cast<const float*>(c)[idx];
+  } else {
+    const unsigned short h = static_cast<const unsigned short*>(c)[idx];
+    if constexpr (kOut == OutType::bf16) return __uint_as_float(static_cast<unsigned>(h) << 16);
+    float f;
+    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
+    return f;
+  }
+}
+
+template <OutType kOut>
+__device__ __forceinline__ void store_pair(void* d, long long idx, float x0, float x1, bool has1, bool vec) {
+  if constexpr (kOut == OutType::f32) {
+    float* p = static_cast<float*>(d) + idx;
+    if (has1 && vec) {
+      *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
+    } else {
+      p[0] = x0;
+      if (has1) p[1] = x1;
+    }
+  } else {
+    unsigned packed;
+    if constexpr (kOut == OutType::bf16) {
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+    } else {
+      asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+    }
+    unsigned short* p = static_cast<unsigned short*>(d) + idx;
+    if (has1 && vec) {
+      *reinterpret_cast<unsigned*>(p) = packed;
+    } else {
+      p[0] = static_cast<unsigned short>(packed & 0xFFFFu);
+      if (has1) p[1] = static_cast<unsigned short>(packed >> 16);
+    }
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw,
+                                               const float (&acc)[GemmTraits<Cfg>::kAccum]) {
+  using T = GemmTraits<Cfg>;
+  const bool vec = (p.ldd % 2 == 0) && (p.c == nullptr || p.ldc % 2 == 0);
+  const float base = T::kKind == ScaleKind::ms ? p.alpha * 4096.0f
+                     : T::kKind == ScaleKind::nv ? p.alpha * p.tensor_factor
+                                                 : p.alpha;
+#pragma unroll
+  for (int v1 = 0; v1 < 2; ++v1) {
+    const int m = w.m0 + (v1 ? rw.r1 : rw.r0);
+    if (m >= p.M) continue;
+    float row_f = base;
+    if constexpr (T::kKind == ScaleKind::ms) row_f *= p.a_row_scale[m];
+#pragma unroll
+    for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+      const int n = w.n0 + 8 * v2 + 2 * rw.tig;
+      if (n >= p.N) continue;
+      const bool has1 = n + 1 < p.N;
+      float x0 = acc[4 * v2 + 2 * v1] * row_f;
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
+      if constexpr (T::kKind == ScaleKind::ms) {
+        x0 *= p.b_row_scale[n];
+        if (has1) x1 *= p.b_row_scale[n + 1];
+      }
+      if (p.bias != nullptr) {
+        x0 += p.bias[n];
+        if (has1) x1 += p.bias[n + 1];
+      }
+      if (p.c != nullptr && p.beta != 0.0f) {
+        const long long ci = static_cast<long long>(m) * p.ldc + n;
+        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
+        if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
+      }
+      store_pair<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x0, x1, has1, vec);
+    }
+  }
+}
+
+// Returns true when this CTA must run the epilogue (single split, or the last split of the tile);
+// then acc holds the sum of all splits.
+template <class Cfg>
+__device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w, const SmemView<GemmTraits<Cfg>>& sm,
+                                              float (&acc)[GemmTraits<Cfg>::kAccum]) {
+  using T = GemmTraits<Cfg>;
+  if (p.splits == 1) return true;
+  const int ctid = threadIdx.x - 128;
+  constexpr int kVec = T::kAccum / 4;
+  const long long tile_base = static_cast<long long>(w.tile) * p.splits;
+  float4* ws = reinterpret_cast<float4*>(p.workspace);
+#pragma unroll
+  for (int q = 0; q < kVec; ++q)
+    ws[((tile_base + w.split) * kVec + q) * T::kConsumers + ctid] =
+        make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+  named_barrier_sync(2, T::kConsumers);
+  unsigned* flag = sm.scratch() + 32;
+  if (ctid == 0) {
+    __threadfence();
+    const int old = atomicAdd(p.counters + w.tile, 1);
+    const bool last = old == p.splits - 1;
+    if (last) p.counters[w.tile] = 0;
+    *flag = last ? 1u : 0u;
+  }
+  named_barrier_sync(2, T::kConsumers);
+  const bool last = *flag != 0u;
+  named_barrier_sync(2, T::kConsumers);  // the flag is read before the next unit rewrites it
+  if (!last) return false;
+  __threadfence();
+#pragma unroll
+  for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
+  for (int s = 0; s < p.splits; ++s) {
+#pragma unroll
+    for (int q = 0; q < kVec; ++q) {
+      const float4 v = __ldcg(&ws[((tile_base + s) * kVec + q) * T::kConsumers + ctid]);
+      acc[4 * q] += v.x;
+      acc[4 * q + 1] += v.y;
+      acc[4 * q + 2] += v.z;
+      acc[4 * q + 3] += v.w;
+    }
+  }
+  return true;
+}
+
+}  // namespace fp4jit::sm90

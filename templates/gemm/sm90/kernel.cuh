@@ -1,0 +1,110 @@
+// fp4jit sm90 FP4 GEMM: C = epilogue(deq(A) deq(B)^T) on Hopper's FP8 (QGMMA) or 16-bit (HGMMA)
+// tensor cores, operands kept packed (E2M1, two per byte) in global memory.
+//
+// One kernel template, one config type (config.cuh). 384 threads, one CTA per SM, persistent:
+//   warpgroup 0  transform: TMA loads of packed A and B tiles (thread 0), block-scale processing,
+//                B expansion into 128-byte-swizzled K-major shared memory (transform.cuh)
+//   warpgroups 1-2  consumers: 64 rows each; A expanded straight into wgmma register fragments,
+//                B from shared memory; FP32 accumulation; epilogue and split-K (consumer.cuh,
+//                epilogue.cuh)
+// Host side: two 2D tensor maps (uint8, box {kPackedRow bytes, BLOCK_M / BLOCK_N rows}, the FP8
+// path with 64-byte swizzle, the 16-bit path without), dynamic shared memory
+// GemmTraits<Cfg>::kSmemBytes, grid = min(units, SMs), 384 threads.
+// Preconditions (checked by the host): K a multiple of 32 (TMA row pitch K/2 a multiple of 16
+// bytes), code pointers 16-byte aligned.
+#pragma once
+#include "gemm/sm90/config.cuh"
+#include "gemm/sm90/consumer.cuh"
+#include "gemm/sm90/epilogue.cuh"
+#include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/ptx.cuh"
+#include "gemm/sm90/scheduler.cuh"
+#include "gemm/sm90/smem.cuh"
+#include "gemm/sm90/traits.cuh"
+#include "gemm/sm90/transform.cuh"
+#include "numerics/minifloat.cuh"
+
+namespace fp4jit::sm90 {
+
+// Decoded 16-bit (FP16 or BF16) bits of every block-scale code, for the nv kind.
+template <class T>
+__device__ __forceinline__ unsigned short nv_decode_bits(ScaleCode code_kind, unsigned code) {
+  const nx::MiniFloat fmt = code_kind == ScaleCode::ue4m3       ? nx::kUE4M3
+                            : code_kind == ScaleCode::ue5m3_nan ? nx::kUE5M3Nan
+                            : code_kind == ScaleCode::ue5m3_finite ? nx::kUE5M3Finite
+                                                                   : nx::kUE5M3Ieee;
+  if (code > nx::mf_mag_mask(fmt)) return 0;
+  const float v = nx::mf_decode(fmt, code);
+  const unsigned u = __float_as_uint(v);
+  if (T::kBF16) return static_cast<unsigned short>(nx::is_nan(v) ? 0x7FC0u : (u >> 16));  // exact: <= 4 bits
+  if (nx::is_nan(v)) return 0x7E00;
+  if (v == 0.0f) return 0;
+  // UE4M3 values lie in [2^-9, 448]: FP16 normals.
+  const int e = nx::floor_log2(v);
+  return static_cast<unsigned short>(((e + 15) << 10) | ((u & 0x7FFFFFu) >> 13));
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(384, 1)
+    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  using T = GemmTraits<Cfg>;
+  extern __shared__ unsigned char smem_raw[];
+  const SmemView<T> sm(smem_raw);
+  const int tid = threadIdx.x;
+
+  if (tid == 0) {
+    for (int s = 0; s < T::kPackedStages; ++s) {
+      mbar_init(sm.packed_full(s), 1);
+      mbar_init(sm.packed_empty(s), T::kPackedEmptyArrivals);
+    }
+    for (int e = 0; e < T::kExpStages; ++e) {
+      mbar_init(sm.exp_full(e), T::kExpFullArrivals);
+      mbar_init(sm.exp_empty(e), T::kExpEmptyArrivals);
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&tma_a);
+    tma_prefetch_desc(&tma_b);
+  }
+  if constexpr (T::kKind == ScaleKind::mx) {
+    if (tid < kLutEntries) {
+      unsigned lo, hi;
+      e4m3_lut(tid, lo, hi);
+      reinterpret_cast<unsigned*>(sm.table_ptr())[2 * tid] = lo;
+      reinterpret_cast<unsigned*>(sm.table_ptr())[2 * tid + 1] = hi;
+    }
+  } else if constexpr (T::kKind == ScaleKind::nv) {
+    if (tid < 256) reinterpret_cast<unsigned short*>(sm.table_ptr())[tid] = nv_decode_bits<T>(Cfg::kScaleCode, tid);
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    setmaxnreg_dec<Cfg::kTransformRegs>();
+    transform_role<Cfg>(sm, &tma_a, &tma_b, p);
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+    const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
+    const Sched sched(p.M, p.N, k_tiles, p.splits);
+    const int wl = (tid - 128) & 127, lane = tid & 31;
+    ConsumerRows rw;
+    rw.r0 = ((tid - 128) / 128) * 64 + (wl / 32) * 16 + lane / 4;
+    rw.r1 = rw.r0 + 8;
+    rw.tig = lane & 3;
+    ConsumerPipe<T> pp;
+    for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
+      const WorkUnit w = sched.unit(u);
+      float acc[T::kAccum];
+      if constexpr (T::kPromote) {
+        float tmp[T::kAccum];
+        mainloop_promote<T>(sm, pp, rw, tmp, acc);
+      } else {
+        mainloop_accumulate<T>(sm, pp, rw, acc);
+      }
+      if (splitk_reduce<Cfg>(p, w, sm, acc)) epilogue_store<Cfg>(p, w, rw, acc);
+    }
+  }
+#endif
+}
+
+}  // namespace fp4jit::sm90

@@ -1,0 +1,317 @@
+// The transform warpgroup of the sm90 GEMM (threads 0..127): issues the TMA loads of packed tiles
+// (thread 0), reads the block scales, expands B into the swizzled FP8 / 16-bit operand the
+// consumers' wgmmas read, and writes the per-row A information the consumers expand A with.
+//
+// Scale handling per kind (config.cuh):
+//   ms  nothing per tile (row scales are applied in the epilogue); B = E2M1 * 2^-6 in E4M3.
+//   mx  per K tile: A reference r[m] = max exponent of row m's 4 blocks, B reference R = max over
+//       the tile's rows and blocks. A block with exponent e is expanded as E2M1 * 2^(t - 8),
+//       t = 14 - (r - e) (resp. R - e): exact while r - e <= 14. Blocks further down go to later
+//       passes, band p covering r - e in [15p, 15p + 14]; pass (pA, pB) promotes with factor
+//       2^(r - 133 - 15 pA) * 2^(R - 133 - 15 pB) (exponents biased by 127). One pass when every
+//       block is within 14 binades of its reference: the common case.
+//   nv  per K tile: each (row, 16-block) scale decoded once through a 256-entry table into the
+//       16-bit type; the expansion multiplies E2M1 values by it, exactly.
+#pragma once
+#include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/scheduler.cuh"
+#include "gemm/sm90/smem.cuh"
+
+namespace fp4jit::sm90 {
+
+constexpr unsigned kAbsent = 0x100u;  // a scale outside the tensor (row >= rows or block >= K / block)
+constexpr unsigned kE8M0Nan = 0xFFu;
+
+// Walks a CTA's (work unit, K tile) sequence.
+template <class Sched>
+struct TileIter {
+  const Sched* sched;
+  int u;
+  WorkUnit w;
+  int kt;
+  bool valid;
+  __device__ __forceinline__ explicit TileIter(const Sched& s) : sched(&s), u(blockIdx.x), kt(0) {
+    valid = u < s.units;
+    if (valid) {
+      w = s.unit(u);
+      kt = w.kt_begin;
+    }
+  }
+  __device__ __forceinline__ bool last_of_unit() const { return kt + 1 == w.kt_end; }
+  __device__ __forceinline__ void advance() {
+    if (++kt < w.kt_end) return;
+    u += gridDim.x;
+    valid = u < sched->units;
+    if (valid) {
+      w = sched->unit(u);
+      kt = w.kt_begin;
+    }
+  }
+};
+
+__device__ __forceinline__ unsigned load_code(const unsigned char* base, int ld, int row, int rows_valid,
+                                              int block_rows, int kb, int kb_valid) {
+  if (row >= rows_valid || kb >= kb_valid) return kAbsent;
+  return __ldg(base + static_cast<long long>(row / block_rows) * ld + kb);
+}
+
+// 2^e as a float for any integer e (0 below the subnormal range, inf above).
+__device__ __forceinline__ float pow2i(int e) {
+  if (e < -149) return 0.0f;
+  if (e > 127) return __int_as_float(0x7f800000);
+  return nx::pow2f(e);
+}
+
+// E4M3 table index of a block for reference `ref` in band `band`.
+__device__ __forceinline__ unsigned lut_index(unsigned code, unsigned ref, int band) {
+  if (code == kAbsent) return kLutZero;
+  if (code == kE8M0Nan) return kLutNan;
+  const int d = static_cast<int>(ref) - static_cast<int>(code);
+  return d / 15 == band ? static_cast<unsigned>(14 - d + 15 * band) : static_cast<unsigned>(kLutZero);
+}
+
+// Scale codes one transform thread needs for one K tile.
+template <class T>
+struct TileScales {
+  static constexpr int kBCodes = T::kKind == ScaleKind::mx ? T::BLOCK_N / 32
+                                 : T::kKind == ScaleKind::nv ? 4 * ((T::BLOCK_N + 127) / 128)
+                                                             : 1;
+  unsigned a[4];
+  unsigned b[kBCodes];
+};
+
+template <class Cfg, class T>
+__device__ __forceinline__ void load_tile_scales(TileScales<T>& s, const GemmParams& p, const WorkUnit& w, int kt) {
+  const int tid = threadIdx.x;
+  if constexpr (T::kKind == ScaleKind::mx) {
+    const int nkb = p.K / 32;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) s.a[b] = load_code(p.a_scale, p.a_scale_ld, w.m0 + tid, p.M, 1, kt * 4 + b, nkb);
+#pragma unroll
+    for (int k = 0; k < TileScales<T>::kBCodes; ++k)
+      s.b[k] = load_code(p.b_scale, p.b_scale_ld, w.n0 + tid / 4 + 32 * k, p.N, 1, kt * 4 + (tid & 3), nkb);
+  } else if constexpr (T::kKind == ScaleKind::nv) {
+    const int nkb = p.K / 16;
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+      s.a[b] = load_code(p.a_scale, p.a_scale_ld, w.m0 + tid, p.M, Cfg::kABlockRows, kt * 4 + b, nkb);
+#pragma unroll
+    for (int k = 0; k < TileScales<T>::kBCodes / 4; ++k)
+#pragma unroll
+      for (int b = 0; b < 4; ++b)
+        s.b[4 * k + b] = load_code(p.b_scale, p.b_scale_ld, w.n0 + tid + 128 * k, p.N, Cfg::kBBlockRows,
+                                   kt * 4 + b, nkb);
+  }
+}
+
+// ---- B expansion, one K tile -------------------------------------------------------------------
+
+// ms: 16 packed bytes (one 32-element step of one row) -> two 16-byte chunks of the swizzled row.
+template <class T>
+__device__ __forceinline__ void expand_b_ms(unsigned packed_b, unsigned exp) {
+  for (int q = threadIdx.x; q < T::BLOCK_N * 4; q += 128) {
+    const int n = q >> 2, st = q & 3;
+    unsigned w[4], ev[4], od[4];
+    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], ev[i], od[i]);
+    const unsigned row = exp + n * 128;
+    sts128(row + 16 * ((2 * st) ^ (n & 7)), ev[0], ev[1], ev[2], ev[3]);
+    sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), od[0], od[1], od[2], od[3]);
+  }
+}
+
+// mx: as ms, through the E4M3 table of the (row, block)'s shift.
+template <class T>
+__device__ __forceinline__ void expand_b_mx(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s,
+                                            unsigned ref, int band) {
+#pragma unroll
+  for (int k = 0; k < T::BLOCK_N / 32; ++k) {
+    const int n = threadIdx.x / 4 + 32 * k, st = threadIdx.x & 3;
+    unsigned w[4], lo[4], hi[4], lut_lo, lut_hi;
+    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
+    lds64(table + 8 * lut_index(s.b[k], ref, band), lut_lo, lut_hi);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, lo[i], hi[i]);
+    const unsigned row = exp + n * 128;
+    sts128(row + 16 * ((2 * st) ^ (n & 7)), lo[0], lo[1], lo[2], lo[3]);
+    sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), hi[0], hi[1], hi[2], hi[3]);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ unsigned nv_scale2(unsigned table, unsigned code) {
+  if (code == kAbsent) return 0u;
+  const unsigned h = lds32(table + 2 * (code & ~1u));  // two 16-bit entries
+  const unsigned v = (code & 1u) ? (h >> 16) : (h & 0xFFFFu);
+  return v | (v << 16);
+}
+
+// nv: one row per thread: 32 packed bytes (4 blocks of 16) -> 8 chunks of 8 16-bit values.
+// Chunk 2*st holds, for block b, elements (4st, 4st+1) of the block; chunk 2*st+1 elements
+// (4st+2, 4st+3): the order the consumers' A fragments use.
+template <class T>
+__device__ __forceinline__ void expand_b_nv(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s) {
+#pragma unroll
+  for (int k = 0; k < (T::BLOCK_N + 127) / 128; ++k) {
+    const int n = threadIdx.x + 128 * k;
+    if (n >= T::BLOCK_N) break;
+    unsigned w[8], sc[4];
+    lds128(packed_b + n * 32, w[0], w[1], w[2], w[3]);
+    lds128(packed_b + n * 32 + 16, w[4], w[5], w[6], w[7]);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) sc[b] = nv_scale2<T>(table, s.b[4 * k + b]);
+    const unsigned row = exp + n * 128;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      unsigned c0[4], c1[4];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const unsigned x = (w[2 * b + st / 2] >> (16 * (st & 1))) & 0xFFFFu;
+        unsigned v0, v1;
+        if constexpr (T::kBF16) {
+          e2m1x4_to_16bit<true>(x, v0, v1);
+          c0[b] = mul_bf16x2(v0, sc[b]);
+          c1[b] = mul_bf16x2(v1, sc[b]);
+        } else {
+          e2m1x4_to_16bit<false>(x, v0, v1);
+          c0[b] = mul_f16x2(v0, sc[b]);
+          c1[b] = mul_f16x2(v1, sc[b]);
+        }
+      }
+      sts128(row + 16 * ((2 * st) ^ (n & 7)), c0[0], c0[1], c0[2], c0[3]);
+      sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), c1[0], c1[1], c1[2], c1[3]);
+    }
+  }
+}
+
+// ---- the role -------------------------------------------------------------------------------
+
+template <class Cfg>
+__device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& sm, const TmaDesc* tma_a,
+                                               const TmaDesc* tma_b, const GemmParams& p) {
+  using T = GemmTraits<Cfg>;
+  using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
+  const Sched sched(p.M, p.N, k_tiles, p.splits);
+
+  TileIter<Sched> it(sched);
+  TileIter<Sched> issue(sched);  // thread 0: the next tile to load
+  int issued = 0;
+  RingPos<T::kPackedStages> pk;
+  RingPos<T::kExpStages> ex;
+  TileScales<T> cur, nxt;
+  if (it.valid) load_tile_scales<Cfg, T>(cur, p, it.w, it.kt);
+
+  while (it.valid) {
+    const bool unit_last = it.last_of_unit();
+    TileIter<Sched> next = it;
+    next.advance();
+    if (next.valid) load_tile_scales<Cfg, T>(nxt, p, next.w, next.kt);
+
+    // Keep the TMA ring full: block only for the tile needed now.
+    if (tid == 0) {
+      while (issue.valid && issued < pk.count + T::kPackedStages) {
+        const int slot = issued % T::kPackedStages;
+        const unsigned parity = ((static_cast<unsigned>(issued / T::kPackedStages)) & 1u) ^ 1u;
+        if (issued > pk.count && !mbar_test(sm.packed_empty(slot), parity)) break;
+        mbar_wait(sm.packed_empty(slot), parity);
+        mbar_arrive_expect_tx(sm.packed_full(slot), T::kTmaBytes);
+        tma_load_2d(sm.packed_a_ptr(slot), tma_a, sm.packed_full(slot), issue.kt * T::kPackedRow, issue.w.m0);
+        tma_load_2d(sm.packed_b_ptr(slot), tma_b, sm.packed_full(slot), issue.kt * T::kPackedRow, issue.w.n0);
+        ++issued;
+        issue.advance();
+      }
+    }
+
+    const int s = pk.slot();
+    const unsigned pb = sm.packed_b(s);
+
+    if constexpr (T::kKind == ScaleKind::mx) {
+      // References and band counts (one named-barrier round per tile).
+      unsigned rmax = 0, rmin = 255, tmax = 0, tmin = 255;
+      bool row_has = false;
+#pragma unroll
+      for (int b = 0; b < 4; ++b)
+        if (cur.a[b] < kE8M0Nan) {
+          rmax = max(rmax, cur.a[b]);
+          rmin = min(rmin, cur.a[b]);
+          row_has = true;
+        }
+#pragma unroll
+      for (int k = 0; k < TileScales<T>::kBCodes; ++k)
+        if (cur.b[k] < kE8M0Nan) {
+          tmax = max(tmax, cur.b[k]);
+          tmin = min(tmin, cur.b[k]);
+        }
+      const unsigned bands_a = row_has ? (rmax - rmin) / 15 + 1 : 1;
+      unsigned* scr = sm.scratch() + (pk.count & 1) * 16;
+      const unsigned wa = redux_max(bands_a), wmax = redux_max(tmax), wmin = redux_min(tmin);
+      if (lane == 0) {
+        scr[warp * 4 + 0] = wa;
+        scr[warp * 4 + 1] = wmax;
+        scr[warp * 4 + 2] = wmin;
+      }
+      named_barrier_sync(1, 128);
+      unsigned n_a = 1, bmax = 0, bmin = 255;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        n_a = max(n_a, scr[q * 4 + 0]);
+        bmax = max(bmax, scr[q * 4 + 1]);
+        bmin = min(bmin, scr[q * 4 + 2]);
+      }
+      const bool b_has = bmax >= bmin;
+      const unsigned n_b = b_has ? (bmax - bmin) / 15 + 1 : 1;
+      const int passes = static_cast<int>(n_a * n_b);
+
+      mbar_wait(sm.packed_full(s), pk.full_parity());
+      for (int pass = 0; pass < passes; ++pass) {
+        const int band_a = pass / static_cast<int>(n_b), band_b = pass % static_cast<int>(n_b);
+        const int e = ex.slot();
+        mbar_wait(sm.exp_empty(e), ex.empty_parity());
+        // A row info for row tid: 4 table indices and the row factor.
+        unsigned idx = 0;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) idx |= lut_index(cur.a[b], rmax, band_a) << (8 * b);
+        const float fa = row_has ? pow2i(static_cast<int>(rmax) - 133 - 15 * band_a) : 0.0f;
+        const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
+        sts32(hdr, idx);
+        sts32(hdr + 4, __float_as_uint(fa));
+        expand_b_mx<T>(pb, sm.exp(e), sm.table(), cur, bmax, band_b);
+        if (tid == 0) {
+          const bool last = pass + 1 == passes;
+          const float fb = b_has ? pow2i(static_cast<int>(bmax) - 133 - 15 * band_b) : 0.0f;
+          sts32(sm.tile_info(e), (last ? kLastPass : 0u) | (last && unit_last ? kUnitLast : 0u));
+          sts32(sm.tile_info(e) + 4, __float_as_uint(fb));
+        }
+        fence_proxy_async();
+        warp_arrive(sm.exp_full(e));
+        ++ex.count;
+      }
+    } else {
+      mbar_wait(sm.packed_full(s), pk.full_parity());
+      const int e = ex.slot();
+      mbar_wait(sm.exp_empty(e), ex.empty_parity());
+      if constexpr (T::kKind == ScaleKind::ms) {
+        expand_b_ms<T>(pb, sm.exp(e));
+      } else {
+        const unsigned table = sm.table();
+        const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
+        sts128(hdr, nv_scale2<T>(table, cur.a[0]), nv_scale2<T>(table, cur.a[1]), nv_scale2<T>(table, cur.a[2]),
+               nv_scale2<T>(table, cur.a[3]));
+        expand_b_nv<T>(pb, sm.exp(e), table, cur);
+      }
+      if (tid == 0) sts32(sm.tile_info(e), kLastPass | (unit_last ? kUnitLast : 0u));
+      fence_proxy_async();
+      warp_arrive(sm.exp_full(e));
+      ++ex.count;
+    }
+    warp_arrive(sm.packed_empty(s));
+    ++pk.count;
+    it = next;
+    cur = nxt;
+  }
+}
+
+}  // namespace fp4jit::sm90
