@@ -38,6 +38,16 @@ std::string_view kind_name(Value::Kind k) {
   return "?";
 }
 
+// Text from a file, safe to print: printable ASCII as is, other bytes as \xNN.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u >= 0x20 && u < 0x7F ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
 class Parser {
  public:
   Parser(std::string_view text, const std::string& file) : text_(text), file_(file) {}
@@ -84,9 +94,8 @@ class Parser {
 
  private:
   [[noreturn]] void error(std::string_view what) const {
-    const std::string shown(text_.substr(0, 200));
     fail(ErrorKind::corrupt, "{}: malformed .npy header at character {}: {} (header: {})", file_,
-         pos_, what, shown);
+         pos_, printable(what), printable(text_.substr(0, 200)));
   }
 
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
@@ -320,6 +329,7 @@ Header parse_header(std::string_view text, const std::string& file) {
 }
 
 Type parse_descr(std::string_view descr, const std::string& file) {
+  const std::string shown = printable(descr);
   if (descr == "bfloat16") return Type::bf16;  // ml_dtypes' name, as some writers record it
   if (descr.size() >= 2 &&
       (descr[0] == '<' || descr[0] == '>' || descr[0] == '|' || descr[0] == '=')) {
@@ -335,15 +345,15 @@ Type parse_descr(std::string_view descr, const std::string& file) {
       fail(ErrorKind::invalid_argument,
            "{}: big-endian dtype '{}' ({}) is not supported; save it little-endian, e.g. "
            "a.astype(a.dtype.newbyteorder('<'))",
-           file, descr, numpy_type_name(code));
+           file, shown, printable(numpy_type_name(code)));
     fail(ErrorKind::invalid_argument,
          "{}: unsupported dtype '{}' ({}); fp4jit reads float32 '<f4', float16 '<f2' and "
          "bfloat16 ('<V2' as np.save writes ml_dtypes.bfloat16)",
-         file, descr, numpy_type_name(code));
+         file, shown, printable(numpy_type_name(code)));
   }
   fail(ErrorKind::invalid_argument,
        "{}: unsupported dtype '{}'; fp4jit reads float32 '<f4', float16 '<f2' and bfloat16", file,
-       descr);
+       shown);
 }
 
 std::string header_text(Type type, const std::vector<std::int64_t>& shape) {
