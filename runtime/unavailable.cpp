@@ -1,6 +1,7 @@
 // Backends this build of fp4jit does not include. Each backend's own sources replace the matching
 // definition here when CMake enables it (FP4JIT_WITH_CUDA, FP4JIT_WITH_LLVM).
 #include "runtime/backend.hpp"
+#include "runtime/compile.hpp"
 
 namespace fp4jit {
 
@@ -15,6 +16,10 @@ std::unique_ptr<Backend> make_cuda_backend(const EngineOptions&) {
   fail(ErrorKind::no_gpu, "the CUDA backend is not built into this fp4jit (configure with FP4JIT_WITH_CUDA=ON)");
 }
 bool cuda_available() { return false; }
+std::vector<CompiledKernelInfo> compile_recipe(const Recipe&, const std::string&, KernelCache*, std::span<const DType>,
+                                               int) {
+  fail(ErrorKind::unsupported, "CUDA kernels are not built into this fp4jit (configure with FP4JIT_WITH_CUDA=ON)");
+}
 #endif
 
 }  // namespace fp4jit

@@ -1,0 +1,57 @@
+// Stub generators of the quantize-family kernels (templates/quantize/<op>.cuh), one per template,
+// each in codegen/<op>.cpp, and their tunable launch configs with heuristic defaults.
+//
+// The problem (operand, input type, phase, mode) and the choice (config) are separate: a config
+// is validated against the problem, printed into the kernel key, and never changes results,
+// only speed.
+#pragma once
+#include <string>
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/operand.hpp"
+
+namespace fp4jit::codegen {
+
+// quantize_rows: CTA size and segments per lane per iteration.
+struct RowsConfig {
+  int threads = 256;
+  int unroll = 4;
+  std::string text() const;
+  void validate() const;  // throws Error(invalid_argument)
+};
+RowsConfig default_rows_config(const OperandSpec& s, DType in);
+
+// quantize_tile: CTA size and the source tile.
+struct TileConfig {
+  int threads = 256;
+  int tile_rows = 64;
+  int tile_cols = 64;
+  std::string text() const;
+  // Throws Error(invalid_argument) unless the tile holds whole groups of the operands.
+  void validate(const OperandSpec* row, const OperandSpec* col, DType in) const;
+};
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in);
+
+KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
+                                  const RowsConfig& config, const std::string& target);
+// row / col: the row-wise and transposed operands (null when the mode leaves one out).
+KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
+                                  kern::Phase phase, bool requant, const TileConfig& config,
+                                  const std::string& target);
+
+KernelSource occ_select_kernel(DType in, bool count_cols, const std::string& target);
+KernelSource occ_scan_kernel(const std::string& target);
+KernelSource occ_write_kernel(DType in, bool cols, const std::string& target);
+
+// to_source: float values in the source layout (double quantization), else `out` values in the
+// operand layout.
+KernelSource dequantize_kernel(const KernelOperand& op, DType out, bool to_source,
+                               const std::string& target);
+KernelSource dge_kernel(const KernelOperand& w, DType in, DType out, float k, float clip,
+                        const std::string& target);
+
+// Helpers shared by the generators.
+std::string phase_name(kern::Phase p);  // "stats", "quantize"
+std::string mode_name(kern::Mode m);    // "rows", "cols", "both"
+
+}  // namespace fp4jit::codegen

@@ -1,0 +1,61 @@
+// Stubs of templates/quantize/occ.cuh: occ_select, occ_scan, occ_write. None depends on the
+// recipe beyond the input type and the orientation (alpha arrives as sorted positions).
+#include <fmt/format.h>
+
+#include "codegen/kernels.hpp"
+
+namespace fp4jit::codegen {
+
+namespace {
+
+KernelSource occ_kernel(std::string op, std::string args, std::string config_body, KeyText key,
+                        const std::string& target) {
+  KernelSource k;
+  k.op = std::move(op);
+  k.header = "quantize/occ.cuh";
+  k.args_type = std::move(args);
+  k.target = target;
+  k.declarations = "namespace k = fp4jit::kern;\n\nstruct Config {\n" + config_body + "};\n";
+  key.add("target", target);
+  k.key_text = key.text();
+  return k;
+}
+
+}  // namespace
+
+KernelSource occ_select_kernel(DType in, bool count_cols, const std::string& target) {
+  const std::string body = fmt::format(
+      "  static constexpr k::InType in = {};\n"
+      "  static constexpr int threads = 256;\n"
+      "  static constexpr bool count_cols = {};\n",
+      in_type_name(in_type(in)), count_cols ? "true" : "false");
+  KeyText key;
+  key.add("op", "occ_select")
+      .add("in", name(in))
+      .add("count", count_cols ? "cols" : "rows")
+      .add("config", "threads=256");
+  return occ_kernel("occ_select", "fp4jit::kern::OccSelectArgs", body, key, target);
+}
+
+KernelSource occ_scan_kernel(const std::string& target) {
+  KeyText key;
+  key.add("op", "occ_scan").add("config", "threads=1024");
+  return occ_kernel("occ_scan", "fp4jit::kern::OccScanArgs",
+                    "  static constexpr int threads = 1024;\n", key, target);
+}
+
+KernelSource occ_write_kernel(DType in, bool cols, const std::string& target) {
+  const std::string body = fmt::format(
+      "  static constexpr k::InType in = {};\n"
+      "  static constexpr int threads = 256;\n"
+      "  static constexpr bool cols = {};\n",
+      in_type_name(in_type(in)), cols ? "true" : "false");
+  KeyText key;
+  key.add("op", "occ_write")
+      .add("in", name(in))
+      .add("orient", cols ? "cols" : "rows")
+      .add("config", "threads=256");
+  return occ_kernel("occ_write", "fp4jit::kern::OccWriteArgs", body, key, target);
+}
+
+}  // namespace fp4jit::codegen

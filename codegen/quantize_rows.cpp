@@ -1,0 +1,77 @@
+// Stub of templates/quantize/quantize_rows.cuh, and its config.
+#include <fmt/format.h>
+
+#include "codegen/kernels.hpp"
+#include "core/error.hpp"
+
+namespace fp4jit::codegen {
+
+std::string phase_name(kern::Phase p) {
+  return p == kern::Phase::stats ? "stats" : "quantize";
+}
+
+std::string mode_name(kern::Mode m) {
+  switch (m) {
+    case kern::Mode::rows:
+      return "rows";
+    case kern::Mode::cols:
+      return "cols";
+    case kern::Mode::both:
+      return "both";
+  }
+  return "?";
+}
+
+std::string RowsConfig::text() const {
+  return fmt::format("threads={},unroll={}", threads, unroll);
+}
+
+void RowsConfig::validate() const {
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    fail(ErrorKind::invalid_argument,
+         "quantize_rows config: threads={} (a multiple of 32 in [32, 1024])", threads);
+  if (unroll < 1 || unroll > 8)
+    fail(ErrorKind::invalid_argument, "quantize_rows config: unroll={} (1..8)", unroll);
+}
+
+// 8 warps; four 16-byte loads in flight per lane (two for FP32, whose segments are 32 bytes).
+RowsConfig default_rows_config(const OperandSpec&, DType in) {
+  RowsConfig c;
+  c.threads = 256;
+  c.unroll = in == DType::f32 ? 2 : 4;
+  return c;
+}
+
+KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
+                                  const RowsConfig& config, const std::string& target) {
+  config.validate();
+  check_cuda_supported(op);
+  KernelSource k;
+  k.op = "quantize_rows";
+  k.header = "quantize/quantize_rows.cuh";
+  k.args_type = "fp4jit::kern::QuantizeArgs";
+  k.target = target;
+  k.declarations = "namespace k = fp4jit::kern;\n\n" + operand_struct("RowOperand", op) +
+                   fmt::format(
+                       "\nstruct Config {{\n"
+                       "  using Op = RowOperand;\n"
+                       "  static constexpr k::InType in = {};\n"
+                       "  static constexpr k::Phase phase = k::Phase::{};\n"
+                       "  static constexpr int threads = {};\n"
+                       "  static constexpr int unroll = {};\n"
+                       "}};\n",
+                       in_type_name(in_type(in)), phase_name(phase), config.threads, config.unroll);
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("phase", phase_name(phase))
+                   .add("role", name(op.role))
+                   .add("row", op.canonical)
+                   .add("in", name(in))
+                   .add("mode", "rows")
+                   .add("config", config.text())
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
+}  // namespace fp4jit::codegen

@@ -1,0 +1,108 @@
+// Stub of templates/quantize/quantize_tile.cuh, and its config.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/kernels.hpp"
+#include "core/error.hpp"
+
+namespace fp4jit::codegen {
+
+namespace {
+
+// Elements along K one group of lanes spans, and operand rows per warp (quantize_tile's layout).
+int k_span(const OperandSpec& s) {
+  int span = std::max(8, s.had.size);
+  if (s.block.kind == Block::Kind::tile) span = std::max(span, s.block.cols);
+  return span;
+}
+int lines_per_warp(const OperandSpec& s) {
+  return 32 / (k_span(s) / 8);
+}
+
+}  // namespace
+
+std::string TileConfig::text() const {
+  return fmt::format("threads={},tile={}x{}", threads, tile_rows, tile_cols);
+}
+
+void TileConfig::validate(const OperandSpec* row, const OperandSpec* col, DType) const {
+  const auto bad = [&](std::string_view why) {
+    fail(ErrorKind::invalid_argument, "quantize_tile config {}: {}", text(), why);
+  };
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    bad("threads must be a multiple of 32 in [32, 1024]");
+  if (tile_rows < 8 || tile_cols < 8 || tile_rows > 256 || tile_cols > 256 || tile_cols % 8 != 0)
+    bad("tile sides must lie in [8, 256], columns a multiple of 8");
+  if ((tile_rows * tile_cols / 8) % threads != 0)
+    bad("the tile's 8-element segments must split evenly over threads");
+  if (tile_rows * (tile_cols + 1) * 4 > 48 * 1024) bad("the tile must fit 48 KiB of shared memory");
+  if (row != nullptr) {
+    if (tile_cols % k_span(*row) != 0)
+      bad("tile columns must hold whole groups of the row-wise operand");
+    if (tile_rows % lines_per_warp(*row) != 0)
+      bad("tile rows must hold whole warps of the row-wise operand");
+    if (!local_in_tile(*row)) bad("the row-wise operand's blocks span more rows than a warp holds");
+  }
+  if (col != nullptr) {
+    if (tile_rows % k_span(*col) != 0)
+      bad("tile rows must hold whole groups of the transposed operand");
+    if (tile_cols % lines_per_warp(*col) != 0)
+      bad("tile columns must hold whole warps of the transposed operand");
+    if (!local_in_tile(*col))
+      bad("the transposed operand's blocks span more rows than a warp holds");
+  }
+}
+
+// 64 x 64 (8 KiB of BF16, 16.6 KiB of shared memory: several CTAs per SM), grown to 128 along a
+// side where a group (a Hadamard chunk of 128, a block of 128 or more) needs it.
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType) {
+  TileConfig c;
+  if (row != nullptr) c.tile_cols = std::max(c.tile_cols, k_span(*row));
+  if (col != nullptr) c.tile_rows = std::max(c.tile_rows, k_span(*col));
+  return c;
+}
+
+KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
+                                  kern::Phase phase, bool requant, const TileConfig& config,
+                                  const std::string& target) {
+  if (row == nullptr && col == nullptr) fail(ErrorKind::internal, "quantize_tile: no operand");
+  config.validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr, in);
+  if (row != nullptr) check_cuda_supported(*row);
+  if (col != nullptr) check_cuda_supported(*col);
+  const kern::Mode mode =
+      row && col ? kern::Mode::both : (row ? kern::Mode::rows : kern::Mode::cols);
+  KernelSource k;
+  k.op = "quantize_tile";
+  k.header = "quantize/quantize_tile.cuh";
+  k.args_type = "fp4jit::kern::QuantizeArgs";
+  k.target = target;
+  std::string decl = "namespace k = fp4jit::kern;\n\n";
+  if (row != nullptr) decl += operand_struct("RowOperand", *row) + "\n";
+  if (col != nullptr) decl += operand_struct("ColOperand", *col) + "\n";
+  decl += fmt::format(
+      "struct Config {{\n"
+      "  using RowOp = {};\n"
+      "  using ColOp = {};\n"
+      "  static constexpr k::InType in = {};\n"
+      "  static constexpr k::Phase phase = k::Phase::{};\n"
+      "  static constexpr k::Mode mode = k::Mode::{};\n"
+      "  static constexpr bool requant = {};\n"
+      "  static constexpr int threads = {};\n"
+      "  static constexpr int tile_rows = {}, tile_cols = {};\n"
+      "}};\n",
+      row ? "RowOperand" : "ColOperand", col ? "ColOperand" : "RowOperand",
+      in_type_name(in_type(in)), phase_name(phase), mode_name(mode), requant ? "true" : "false",
+      config.threads, config.tile_rows, config.tile_cols);
+  k.declarations = std::move(decl);
+  KeyText key;
+  key.add("op", k.op).add("phase", phase_name(phase));
+  if (row != nullptr) key.add("role", name(row->role)).add("row", row->canonical);
+  if (col != nullptr) key.add("col_role", name(col->role)).add("col", col->canonical);
+  key.add("in", name(in)).add("mode", mode_name(mode)).add("requant", requant ? "on" : "off");
+  key.add("config", config.text()).add("target", target);
+  k.key_text = key.text();
+  return k;
+}
+
+}  // namespace fp4jit::codegen

@@ -1,0 +1,161 @@
+#include "runtime/cuda/cuda_backend.hpp"
+
+#include <fmt/format.h>
+
+#include "core/quantized.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+
+namespace fp4jit::cuda {
+
+namespace {
+
+int attribute(const Driver& d, CUdevice dev, CUdevice_attribute a) {
+  int v = 0;
+  check(d.device_get_attribute(&v, a, dev), "cuDeviceGetAttribute");
+  return v;
+}
+
+void check_aligned(const void* p, std::size_t alignment, std::string_view what) {
+  if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % alignment != 0)
+    fail(ErrorKind::invalid_argument, "{} must be {}-byte aligned (got {})", what, alignment, p);
+}
+
+// Frees stream-ordered scratch on every way out.
+class Scratch {
+ public:
+  Scratch(const Driver& d, CUstream s, std::int64_t bytes) : d_(d), stream_(s) {
+    if (bytes > 0)
+      check(d_.mem_alloc_async(&ptr_, static_cast<std::size_t>(bytes), stream_), "cuMemAllocAsync");
+  }
+  ~Scratch() {
+    if (ptr_ != 0) d_.mem_free_async(ptr_, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::uintptr_t base() const { return static_cast<std::uintptr_t>(ptr_); }
+
+ private:
+  const Driver& d_;
+  CUstream stream_;
+  CUdeviceptr ptr_ = 0;
+};
+
+}  // namespace
+
+CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
+  int count = 0;
+  check(d_.device_get_count(&count), "cuDeviceGetCount");
+  if (options.device < 0 || options.device >= count)
+    fail(ErrorKind::invalid_argument, "CUDA device {} does not exist ({} device(s))",
+         options.device, count);
+  check(d_.device_get(&device_, options.device), "cuDeviceGet");
+  check(d_.primary_ctx_retain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  const int major = attribute(d_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = attribute(d_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info_.target = codegen::target_for(major, minor);
+  info_.sm_count = attribute(d_, device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  if (options.use_cache)
+    cache_ = std::make_unique<KernelCache>(options.cache_path.empty() ? KernelCache::default_path()
+                                                                      : options.cache_path);
+  modules_ = std::make_unique<ModuleRegistry>(d_, ctx_, cache_.get());
+  char name[256] = {};
+  check(d_.device_get_name(name, sizeof name, device_), "cuDeviceGetName");
+  const Nvrtc& nvrtc = Nvrtc::get();
+  description_ =
+      fmt::format("cuda: {} ({}, {} SMs), {}, driver {}.{}, cache {}", name, info_.target,
+                  info_.sm_count, nvrtc.compiler(), d_.version / 1000, (d_.version % 1000) / 10,
+                  cache_ && cache_->enabled() ? cache_->path() : std::string("off"));
+}
+
+CudaBackend::~CudaBackend() {
+  modules_.reset();
+  if (ctx_ != nullptr) d_.primary_ctx_release(device_);
+}
+
+void CudaBackend::check_device_pointer(const void* p, std::string_view what) const {
+  if (p == nullptr) return;
+  unsigned type = 0;
+  const CUresult r =
+      d_.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                               static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)));
+  if (r != CUDA_SUCCESS)
+    fail(ErrorKind::invalid_argument,
+         "{} ({}) is not memory the GPU can address (the CUDA backend takes device pointers)", what,
+         p);
+}
+
+template <class MakePlan>
+void CudaBackend::run(void* stream, MakePlan make_plan) {
+  ContextGuard guard(d_, ctx_);
+  const auto s = static_cast<CUstream>(stream);
+  Arena counting;
+  make_plan(counting);
+  Scratch scratch(d_, s, counting.used());
+  Arena arena(scratch.base());
+  const Plan plan = make_plan(arena);
+  for (const Step& step : plan) {
+    if (const Memset* m = std::get_if<Memset>(&step)) {
+      check(d_.memset_d32_async(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(m->ptr)),
+                                m->value, static_cast<std::size_t>(m->words), s),
+            "cuMemsetD32Async");
+      continue;
+    }
+    const Launch& l = std::get<Launch>(step);
+    CUfunction fn = modules_->function(l.kernel);
+    void* params[] = {const_cast<std::uint8_t*>(l.args.data())};
+    check(d_.launch_kernel(fn, l.grid, 1, 1, l.block, 1, 1, 0, s, params, nullptr),
+          "cuLaunchKernel");
+  }
+  last_bytes_ = plan_bytes(plan);
+}
+
+void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
+                           const QuantizedView& out, const QuantizeArgs& args, void* stream) {
+  check_device_pointer(in.data, "quantize input");
+  check_device_pointer(out.codes, "quantize output codes");
+  check_aligned(out.codes, 8, "quantize output codes");
+  check_aligned(out.scales, 4, "quantize output scales");
+  run(stream,
+      [&](Arena& a) { return plan_quantize(recipe, role, in, out, nullptr, args, info_, a); });
+}
+
+void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                                const QuantizedView& out, const QuantizedView& out_t,
+                                const QuantizeArgs& args, void* stream) {
+  check_device_pointer(in.data, "quantize input");
+  check_device_pointer(out.codes, "quantize output codes");
+  check_device_pointer(out_t.codes, "quantize transposed output codes");
+  for (const QuantizedView* q : {&out, &out_t}) {
+    check_aligned(q->codes, 8, "quantize output codes");
+    check_aligned(q->scales, 4, "quantize output scales");
+  }
+  run(stream,
+      [&](Arena& a) { return plan_quantize(recipe, role, in, out, &out_t, args, info_, a); });
+}
+
+void CudaBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                             std::int64_t source_rows, std::int64_t source_cols,
+                             const TensorView& out, void* stream) {
+  check_device_pointer(in.codes, "dequantize input codes");
+  check_device_pointer(out.data, "dequantize output");
+  run(stream, [&](Arena& a) {
+    return plan_dequantize(recipe, role, in, source_rows, source_cols, out, info_, a);
+  });
+}
+
+void CudaBackend::dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
+                      void* stream) {
+  check_device_pointer(w.data, "dge input");
+  check_device_pointer(out.data, "dge output");
+  run(stream, [&](Arena& a) { return plan_dge(recipe, w, out, info_, a); });
+}
+
+}  // namespace fp4jit::cuda
+
+namespace fp4jit {
+
+std::unique_ptr<Backend> make_cuda_backend(const EngineOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
+
+}  // namespace fp4jit

@@ -1,0 +1,52 @@
+// The CUDA backend: Engine calls become launch plans (plan.hpp) executed on the caller's stream
+// in the device's primary context, with stream-ordered scratch memory.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "runtime/backend.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/cuda/modules.hpp"
+#include "runtime/cuda/plan.hpp"
+
+namespace fp4jit::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const EngineOptions& options);  // throws Error(no_gpu) without a device
+  ~CudaBackend() override;
+
+  BackendKind kind() const override { return BackendKind::cuda; }
+  std::string description() const override { return description_; }
+
+  void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                const QuantizeArgs& args, void* stream) override;
+  void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                     const QuantizedView& out, const QuantizedView& out_transposed,
+                     const QuantizeArgs& args, void* stream) override;
+  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                  std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                  void* stream) override;
+  void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
+
+  const DeviceInfo& device() const { return info_; }
+  ModuleRegistry::Counts kernel_counts() const { return modules_->counts(); }
+  // Bytes the last call's kernels moved (estimate: every read and write of global memory once).
+  std::int64_t last_bytes() const { return last_bytes_; }
+
+ private:
+  template <class MakePlan>
+  void run(void* stream, MakePlan make_plan);
+  void check_device_pointer(const void* p, std::string_view what) const;
+
+  const Driver& d_;
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  DeviceInfo info_;
+  std::unique_ptr<KernelCache> cache_;
+  std::unique_ptr<ModuleRegistry> modules_;
+  std::string description_;
+  std::int64_t last_bytes_ = 0;
+};
+
+}  // namespace fp4jit::cuda

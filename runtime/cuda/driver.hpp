@@ -1,0 +1,61 @@
+// The CUDA driver, loaded at run time: dlopen("libcuda.so.1") and cuGetProcAddress fill a table
+// of entry points, so fp4jit (and every binary linking it) starts on a machine without a GPU or
+// driver and reports that cleanly. Types and signatures come from the toolkit's cuda.h (a build
+// dependency only); nothing links against libcuda.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+namespace fp4jit::cuda {
+
+struct Driver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDriverGetVersion) driver_get_version = nullptr;
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuGetErrorString) get_error_string = nullptr;
+  decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetName) device_get_name = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
+  decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuModuleLoadData) module_load_data = nullptr;
+  decltype(&::cuModuleUnload) module_unload = nullptr;
+  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&::cuFuncGetAttribute) func_get_attribute = nullptr;
+  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuMemAlloc) mem_alloc = nullptr;
+  decltype(&::cuMemFree) mem_free = nullptr;
+  decltype(&::cuMemAllocAsync) mem_alloc_async = nullptr;
+  decltype(&::cuMemFreeAsync) mem_free_async = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) memcpy_dtod_async = nullptr;
+  decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
+  decltype(&::cuMemsetD32Async) memset_d32_async = nullptr;
+  decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuEventCreate) event_create = nullptr;
+  decltype(&::cuEventDestroy) event_destroy = nullptr;
+  decltype(&::cuEventRecord) event_record = nullptr;
+  decltype(&::cuEventSynchronize) event_synchronize = nullptr;
+  decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
+  int version = 0;  // cuDriverGetVersion, e.g. 13000
+};
+
+// The process's driver table, loaded and cuInit'ed once; null when there is no usable driver
+// (then *why says so). Never throws.
+const Driver* driver(std::string* why = nullptr);
+// The table or Error(no_gpu) with the reason.
+const Driver& require_driver();
+
+// Throws Error(driver) "<what>: CUDA_ERROR_... (description)" unless r is CUDA_SUCCESS.
+void check(CUresult r, const char* what);
+
+}  // namespace fp4jit::cuda

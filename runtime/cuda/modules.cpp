@@ -1,0 +1,44 @@
+#include "runtime/cuda/modules.hpp"
+
+#include <chrono>
+
+#include "runtime/cuda/kernel_binary.hpp"
+
+namespace fp4jit::cuda {
+
+ModuleRegistry::~ModuleRegistry() {
+  if (loaded_.empty()) return;
+  if (d_.ctx_push_current(ctx_) != CUDA_SUCCESS) return;
+  for (auto& [key, l] : loaded_) d_.module_unload(l.module);
+  CUcontext popped = nullptr;
+  d_.ctx_pop_current(&popped);
+}
+
+CUfunction ModuleRegistry::function(const codegen::KernelSource& kernel) {
+  std::lock_guard lock(mutex_);
+  if (auto it = loaded_.find(kernel.key_text); it != loaded_.end()) return it->second.function;
+  const auto start = std::chrono::steady_clock::now();
+  const KernelBinary b = kernel_binary(kernel, cache_);
+  Loaded l;
+  check(d_.module_load_data(&l.module, b.cubin.data()), "cuModuleLoadData");
+  const CUresult r = d_.module_get_function(&l.function, l.module, b.symbol.c_str());
+  if (r != CUDA_SUCCESS) {
+    d_.module_unload(l.module);
+    check(r, "cuModuleGetFunction");
+  }
+  loaded_.emplace(kernel.key_text, l);
+  if (b.from_cache)
+    ++counts_.from_cache;
+  else
+    ++counts_.compiled, counts_.compile_ms += b.compile_ms;
+  counts_.load_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return l.function;
+}
+
+ModuleRegistry::Counts ModuleRegistry::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+}  // namespace fp4jit::cuda

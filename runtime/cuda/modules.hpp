@@ -1,0 +1,64 @@
+// Loaded kernels of one CUDA context: each module is loaded once (from the cache or compiled)
+// and kept until the registry goes, keyed by its kernel key text.
+#pragma once
+#include <cuda.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cache/cache.hpp"
+#include "codegen/kernel_source.hpp"
+#include "runtime/cuda/driver.hpp"
+
+namespace fp4jit::cuda {
+
+// Makes a context current for a scope (push / pop); the destructor never throws.
+class ContextGuard {
+ public:
+  ContextGuard(const Driver& d, CUcontext ctx) : d_(d) {
+    check(d_.ctx_push_current(ctx), "cuCtxPushCurrent");
+  }
+  ~ContextGuard() {
+    CUcontext popped = nullptr;
+    d_.ctx_pop_current(&popped);
+  }
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+
+ private:
+  const Driver& d_;
+};
+
+class ModuleRegistry {
+ public:
+  // `cache` may be null (no persistent cache); it must outlive the registry.
+  ModuleRegistry(const Driver& d, CUcontext ctx, KernelCache* cache)
+      : d_(d), ctx_(ctx), cache_(cache) {}
+  ~ModuleRegistry();
+  ModuleRegistry(const ModuleRegistry&) = delete;
+  ModuleRegistry& operator=(const ModuleRegistry&) = delete;
+
+  // The kernel's function in this context (the context must be current). Thread-safe.
+  CUfunction function(const codegen::KernelSource& kernel);
+
+  struct Counts {
+    int compiled = 0, from_cache = 0;
+    double compile_ms = 0.0, load_ms = 0.0;  // totals
+  };
+  Counts counts() const;
+
+ private:
+  struct Loaded {
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+  };
+  const Driver& d_;
+  CUcontext ctx_;
+  KernelCache* cache_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, Loaded> loaded_;
+  Counts counts_;
+};
+
+}  // namespace fp4jit::cuda

@@ -1,0 +1,418 @@
+// Launch planning for quantize, quantize_pair, dequantize and dge (see plan.hpp).
+//
+// One operand, in order: [OCC: occ_select -> occ_scan -> occ_write] -> [stats pass, when the
+// operand needs a global amax (two-level) or blocks larger than a thread group: zeroed stat
+// words, quantize_rows/quantize_tile in the stats phase] -> quantize pass. Double quantization
+// (src=requant) fuses into quantize_tile's pair mode when it can; otherwise it is planned as
+// quantize(forward) -> dequantize to the source layout -> quantize from that.
+#include "runtime/cuda/plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "codegen/kernels.hpp"
+#include "core/quantized.hpp"
+
+namespace fp4jit::cuda {
+
+void* Arena::take_bytes(std::int64_t bytes) {
+  used_ = (used_ + 255) & ~std::int64_t{255};
+  void* p = reinterpret_cast<void*>(base_ + static_cast<std::uintptr_t>(used_));
+  used_ += std::max<std::int64_t>(bytes, 1);
+  return p;
+}
+
+std::int64_t plan_bytes(const Plan& plan) {
+  std::int64_t sum = 0;
+  for (const Step& s : plan)
+    if (const Launch* l = std::get_if<Launch>(&s)) sum += l->bytes;
+  return sum;
+}
+
+namespace {
+
+using codegen::KernelOperand;
+using kern::i64;
+using kern::u32;
+
+i64 stride_of(const TensorView& t) {
+  return t.row_stride == 0 ? t.cols : t.row_stride;
+}
+i64 ceil_div(i64 a, i64 b) {
+  return (a + b - 1) / b;
+}
+Role partner_of(Role r) {
+  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
+}
+i64 scale_bytes(const QuantLayout& l) {
+  return l.scale_count() * (l.scale_is_code ? 1 : 4);
+}
+
+class Planner {
+ public:
+  Planner(const Recipe& recipe, const DeviceInfo& device, Arena& arena)
+      : recipe_(recipe), device_(device), arena_(arena) {}
+  Plan take() { return std::move(plan_); }
+
+  void quantize(Role role, const TensorView& in, const QuantizedView& out, const QuantizeArgs& qa);
+  void quantize_pair(Role role, const TensorView& in, const QuantizedView& out,
+                     const QuantizedView& out_t, const QuantizeArgs& qa);
+  void dequantize(const KernelOperand& op, const QuantizedView& in, const QuantLayout& l,
+                  const TensorView& out, bool to_source);
+  void dge(const TensorView& w, const TensorView& out);
+
+ private:
+  void memset(void* p, u32 value, i64 words) {
+    if (words > 0) plan_.push_back(Memset{p, value, words});
+  }
+  template <class A>
+  void launch(codegen::KernelSource kernel, i64 grid, int block, const A& args, i64 bytes) {
+    Launch l;
+    l.kernel = std::move(kernel);
+    l.grid = static_cast<std::uint32_t>(std::clamp<i64>(grid, 1, 0x7fffffff));
+    l.block = static_cast<std::uint32_t>(block);
+    l.args.resize(sizeof(A));
+    std::memcpy(l.args.data(), &args, sizeof(A));
+    l.bytes = bytes;
+    plan_.push_back(std::move(l));
+  }
+  i64 stream_grid(i64 ctas) const {
+    return std::min<i64>(ctas, static_cast<i64>(device_.sm_count) * 32);
+  }
+
+  kern::QuantizeArgs base_args(const TensorView& in, const QuantizeArgs& qa) const;
+  kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
+  const float* occ(const KernelOperand& op, const TensorView& in, const QuantizedView& out);
+  // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
+  bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
+                     const QuantizedView& out, kern::OperandOut& o);
+  void pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
+            const TensorView& in, kern::Phase phase, bool requant, const kern::QuantizeArgs& a,
+            i64 bytes);
+  void quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
+                   const QuantizeArgs& qa);
+
+  const Recipe& recipe_;
+  const DeviceInfo& device_;
+  Arena& arena_;
+  Plan plan_;
+};
+
+kern::QuantizeArgs Planner::base_args(const TensorView& in, const QuantizeArgs& qa) const {
+  kern::QuantizeArgs a{};
+  a.in = in.data;
+  a.rows = in.rows;
+  a.cols = in.cols;
+  a.stride = stride_of(in);
+  a.seed = qa.seed;
+  a.offset = qa.offset;
+  const auto addr = reinterpret_cast<std::uintptr_t>(in.data);
+  a.vector_ok = (addr % 16 == 0 && (a.stride * dtype_size(in.dtype)) % 16 == 0) ? 1u : 0u;
+  return a;
+}
+
+kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView& q) const {
+  kern::OperandOut o{};
+  o.codes = q.codes;
+  o.scales = q.scales;
+  o.tensor_scale = q.tensor_scale;
+  o.amax_out = reinterpret_cast<u32*>(q.amax);
+  o.rows = l.rows;
+  o.cols = l.cols;
+  o.row_bytes = l.row_bytes;
+  o.scale_cols = l.scale_cols;
+  return o;
+}
+
+const float* Planner::occ(const KernelOperand& op, const TensorView& in, const QuantizedView& out) {
+  const bool cols = role_info(op.role).transposed;
+  const i64 n = in.cols;
+  const i64 op_rows = cols ? in.cols : in.rows;
+  float* lohi = arena_.take<float>(2 * in.rows);
+  u32* counts = arena_.take<u32>(op_rows);
+  i64* offsets = arena_.take<i64>(op_rows);
+  memset(counts, 0, op_rows);
+  kern::OccSelectArgs sel{};
+  sel.in = in.data;
+  sel.rows = in.rows;
+  sel.cols = in.cols;
+  sel.stride = stride_of(in);
+  sel.lo_index = std::min<i64>(n - 1, static_cast<i64>((1.0 - recipe_.occ_alpha) * n));
+  sel.hi_index = std::min<i64>(n - 1, static_cast<i64>(recipe_.occ_alpha * n));
+  sel.lohi = lohi;
+  sel.counts = counts;
+  const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
+  launch(codegen::occ_select_kernel(in.dtype, cols, device_.target),
+         std::min<i64>(in.rows, 1 << 20), 256, sel, in_bytes);
+  const kern::OccScanArgs scan{counts, offsets, out.residual_count, op_rows};
+  launch(codegen::occ_scan_kernel(device_.target), 1, 1024, scan, op_rows * 12);
+  if (out.residual_capacity > 0) {
+    const kern::OccWriteArgs w{in.data,
+                               in.rows,
+                               in.cols,
+                               stride_of(in),
+                               lohi,
+                               offsets,
+                               out.residual_index,
+                               out.residual_value,
+                               out.residual_capacity};
+    const i64 grid = cols ? ceil_div(in.cols, 32) : std::min<i64>(in.rows, 1 << 20);
+    launch(codegen::occ_write_kernel(in.dtype, cols, device_.target), grid, 256, w, in_bytes);
+  }
+  return lohi;
+}
+
+bool Planner::prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
+                            const QuantizedView& out, kern::OperandOut& o) {
+  const OperandSpec& s = op.spec;
+  const bool wide_tiles = s.block.kind == Block::Kind::tile && s.block.rows > 1 && !tile_kernel;
+  if (!codegen::needs_stats(s) && !wide_tiles) {
+    if (out.amax != nullptr) memset(out.amax, 0, 1);
+    return false;
+  }
+  o.amax_bits = arena_.take<u32>(1);
+  memset(o.amax_bits, 0, 1);
+  if (s.block.kind != Block::Kind::tile || wide_tiles) {
+    u32* stats = arena_.take<u32>(l.scale_count());
+    memset(stats, 0, l.scale_count());
+    o.stats = stats;
+    o.stats_out = stats;
+  }
+  return true;
+}
+
+void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
+                   const TensorView& in, kern::Phase phase, bool requant,
+                   const kern::QuantizeArgs& a, i64 bytes) {
+  if (!tile_kernel) {
+    const codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
+    const i64 items = a.row.rows * ceil_div(ceil_div(a.row.cols, kern::kVec), 32 * cfg.unroll);
+    launch(codegen::quantize_rows_kernel(*row, in.dtype, phase, cfg, device_.target),
+           stream_grid(ceil_div(items, cfg.threads / 32)), cfg.threads, a, bytes);
+    return;
+  }
+  const codegen::TileConfig cfg = codegen::default_tile_config(
+      row ? &row->spec : nullptr, col ? &col->spec : nullptr, in.dtype);
+  const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
+  launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target),
+         tiles, cfg.threads, a, bytes);
+}
+
+void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
+                          const QuantizeArgs& qa) {
+  const OperandSpec& s = op.spec;
+  const bool transposed = role_info(op.role).transposed;
+  const QuantLayout l = quant_layout(recipe_, op.role, in.rows, in.cols);
+  codegen::check_cuda_supported(op);
+  if (transposed && !codegen::local_in_tile(s))
+    fail(ErrorKind::unsupported,
+         "operand {}: block={} spans more rows than the CUDA transposed kernel holds",
+         name(op.role), block_text(s.block));
+  const bool tile_kernel = transposed || (s.block.kind == Block::Kind::tile && s.block.rows > 1 &&
+                                          codegen::local_in_tile(s));
+  kern::QuantizeArgs a = base_args(in, qa);
+  kern::OperandOut o = operand_out(l, out);
+  if (s.occ) o.lohi = occ(op, in, out);
+  const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
+  const KernelOperand* row = transposed ? nullptr : &op;
+  const KernelOperand* col = transposed ? &op : nullptr;
+  if (prepare_stats(op, tile_kernel, l, out, o)) {
+    (transposed ? a.col : a.row) = o;
+    pass(row, col, tile_kernel, in, kern::Phase::stats, false, a, in_bytes);
+  }
+  o.stats_out = nullptr;
+  (transposed ? a.col : a.row) = o;
+  pass(row, col, tile_kernel, in, kern::Phase::quantize, false, a,
+       in_bytes + l.code_bytes() + scale_bytes(l));
+}
+
+void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out,
+                       const QuantizeArgs& qa) {
+  const OperandSpec& s = recipe_[role];
+  if (s.src != Source::requant) {
+    quantize_op(codegen::kernel_operand(recipe_, role), in, out, qa);
+    return;
+  }
+  // Q(deq(Q(x))): the forward copy into scratch, its values back in the source layout, then
+  // this operand from those values.
+  const Role fwd = role_info(role).forward;
+  const QuantLayout lf = quant_layout(recipe_, fwd, in.rows, in.cols);
+  QuantizedView qf;
+  qf.codes = arena_.take<std::uint8_t>(lf.code_bytes());
+  qf.scales = arena_.take_bytes(scale_bytes(lf));
+  qf.tensor_scale = arena_.take<float>(1);
+  qf.residual_count = arena_.take<std::int64_t>(1);
+  const KernelOperand fop = codegen::kernel_operand(recipe_, fwd);
+  quantize_op(fop, in, qf, qa);
+  float* values = arena_.take<float>(in.rows * in.cols);
+  dequantize(fop, qf, lf, TensorView{values, DType::f32, in.rows, in.cols, in.cols}, true);
+  OperandSpec direct = s;
+  direct.src = Source::direct;
+  quantize_op(codegen::with_spec(recipe_, role, direct),
+              TensorView{values, DType::f32, in.rows, in.cols, in.cols}, out, qa);
+}
+
+void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView& out,
+                            const QuantizedView& out_t, const QuantizeArgs& qa) {
+  const Role partner = partner_of(role);
+  const OperandSpec& sr = recipe_[role];
+  const OperandSpec& sc = recipe_[partner];
+  const bool requant = sc.src == Source::requant;
+  bool fused = sr.occ == sc.occ && codegen::local_in_tile(sr) && codegen::local_in_tile(sc) &&
+               (!requant || (sr.had.size == 0 && !sc.occ && !codegen::needs_stats(sc)));
+  const codegen::TileConfig cfg = codegen::default_tile_config(&sr, &sc, in.dtype);
+  try {
+    cfg.validate(&sr, &sc, in.dtype);
+  } catch (const Error&) {
+    fused = false;
+  }
+  if (!fused) {
+    quantize(role, in, out, qa);
+    quantize(partner, in, out_t, qa);
+    return;
+  }
+  const KernelOperand opr = codegen::kernel_operand(recipe_, role);
+  const KernelOperand opc = codegen::kernel_operand(recipe_, partner);
+  codegen::check_cuda_supported(opr);
+  codegen::check_cuda_supported(opc);
+  const QuantLayout lr = quant_layout(recipe_, role, in.rows, in.cols);
+  const QuantLayout lc = quant_layout(recipe_, partner, in.rows, in.cols);
+  kern::QuantizeArgs a = base_args(in, qa);
+  kern::OperandOut orow = operand_out(lr, out), ocol = operand_out(lc, out_t);
+  if (sr.occ) {
+    orow.lohi = occ(opr, in, out);
+    ocol.lohi = occ(opc, in, out_t);
+  }
+  const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
+  const bool stats_r = prepare_stats(opr, true, lr, out, orow);
+  const bool stats_c = prepare_stats(opc, true, lc, out_t, ocol);
+  if (stats_r || stats_c) {
+    a.row = orow;
+    a.col = ocol;
+    // One stats pass over the input for whichever operands need it.
+    pass(stats_r ? &opr : nullptr, stats_c ? &opc : nullptr, true, in, kern::Phase::stats, false, a,
+         in_bytes);
+  }
+  orow.stats_out = ocol.stats_out = nullptr;
+  a.row = orow;
+  a.col = ocol;
+  pass(&opr, &opc, true, in, kern::Phase::quantize, requant, a,
+       in_bytes + lr.code_bytes() + scale_bytes(lr) + lc.code_bytes() + scale_bytes(lc));
+}
+
+void Planner::dequantize(const KernelOperand& op, const QuantizedView& in, const QuantLayout& l,
+                         const TensorView& out, bool to_source) {
+  kern::DequantizeArgs a{};
+  a.codes = in.codes;
+  a.scales = in.scales;
+  a.tensor_scale = l.two_level ? in.tensor_scale : nullptr;
+  a.out = out.data;
+  a.rows = l.rows;
+  a.cols = l.cols;
+  a.row_bytes = l.row_bytes;
+  a.scale_cols = l.scale_cols;
+  a.out_stride = stride_of(out);
+  const i64 total = l.rows * l.cols;
+  launch(codegen::dequantize_kernel(op, out.dtype, to_source, device_.target),
+         stream_grid(ceil_div(total, 256)), 256, a,
+         l.code_bytes() + scale_bytes(l) + total * dtype_size(out.dtype));
+}
+
+void Planner::dge(const TensorView& w, const TensorView& out) {
+  // The weight's block amaxes as the reference takes them: raw values, no Hadamard, no OCC.
+  OperandSpec raw = recipe_[Role::w];
+  raw.had = HadamardSpec{};
+  raw.occ = false;
+  const KernelOperand op = codegen::with_spec(recipe_, Role::w, raw);
+  const QuantLayout l = quant_layout(recipe_, Role::w, w.rows, w.cols);
+  u32* stats = arena_.take<u32>(l.scale_count());
+  memset(stats, 0, l.scale_count());
+  kern::QuantizeArgs a = base_args(w, QuantizeArgs{});
+  a.row.rows = l.rows;
+  a.row.cols = l.cols;
+  a.row.scale_cols = l.scale_cols;
+  a.row.stats_out = stats;
+  const i64 w_bytes = w.rows * w.cols * dtype_size(w.dtype);
+  pass(&op, nullptr, false, w, kern::Phase::stats, false, a, w_bytes);
+  const kern::DgeArgs d{w.data, out.data,     stats,          l.rows,
+                        l.cols, stride_of(w), stride_of(out), l.scale_cols};
+  launch(
+      codegen::dge_kernel(op, w.dtype, out.dtype, recipe_.dge_k, recipe_.dge_clip, device_.target),
+      stream_grid(ceil_div(l.rows * l.cols, 256)), 256, d,
+      w_bytes + l.rows * l.cols * dtype_size(out.dtype));
+}
+
+}  // namespace
+
+Plan plan_quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                   const QuantizedView* out_t, const QuantizeArgs& args, const DeviceInfo& device,
+                   Arena& arena) {
+  Planner p(recipe, device, arena);
+  if (out_t != nullptr)
+    p.quantize_pair(role, in, out, *out_t, args);
+  else
+    p.quantize(role, in, out, args);
+  return p.take();
+}
+
+Plan plan_dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                     std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                     const DeviceInfo& device, Arena& arena) {
+  Planner p(recipe, device, arena);
+  p.dequantize(codegen::kernel_operand(recipe, role), in,
+               quant_layout(recipe, role, source_rows, source_cols), out, false);
+  return p.take();
+}
+
+Plan plan_dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
+              const DeviceInfo& device, Arena& arena) {
+  Planner p(recipe, device, arena);
+  p.dge(w, out);
+  return p.take();
+}
+
+std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const std::string& target,
+                                                  std::span<const DType> dtypes) {
+  // Dry plans over a shape every block and transform divides; fake addresses, never touched.
+  const DeviceInfo device{target, 132};
+  constexpr std::int64_t kN = 256;
+  std::vector<codegen::KernelSource> out;
+  std::set<std::string> seen;
+  const auto collect = [&](const Plan& plan) {
+    for (const Step& s : plan)
+      if (const Launch* l = std::get_if<Launch>(&s))
+        if (seen.insert(l->kernel.key_text).second) out.push_back(l->kernel);
+  };
+  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+  QuantizedView q;
+  q.codes = fake;
+  q.scales = fake;
+  q.tensor_scale = reinterpret_cast<float*>(fake);
+  q.amax = reinterpret_cast<float*>(fake);
+  q.residual_index = reinterpret_cast<std::int64_t*>(fake);
+  q.residual_value = reinterpret_cast<float*>(fake);
+  q.residual_count = reinterpret_cast<std::int64_t*>(fake);
+  q.residual_capacity = kN * kN;
+  for (DType dt : dtypes) {
+    const TensorView in{fake, dt, kN, kN, 0};
+    for (Role role : kAllRoles) {
+      Arena arena;
+      collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
+      collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
+    }
+    for (Role role : {Role::x, Role::w, Role::dy}) {
+      Arena arena;
+      collect(plan_quantize(recipe, role, in, q, &q, QuantizeArgs{}, device, arena));
+    }
+    if (recipe[Role::w].dge) {
+      for (DType out_type : dtypes) {
+        Arena arena;
+        collect(plan_dge(recipe, in, TensorView{fake, out_type, kN, kN, 0}, device, arena));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fp4jit::cuda

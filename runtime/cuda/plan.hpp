@@ -1,0 +1,76 @@
+// Launch plans: what one Engine call does on the GPU, as data. A plan is a list of steps
+// (memsets and kernel launches with their argument bytes) built on the host without touching the
+// device, so the same code serves the CUDA executor, ahead-of-time compilation (the set of
+// kernels a recipe can use) and the CPU emulator of the tests.
+//
+// Scratch memory comes from an Arena: a first, counting run of the planner sizes it; the executor
+// allocates that much (stream-ordered) and runs the planner again with the real base address.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+#include "fp4jit/engine.hpp"
+#include "quantize/args.cuh"
+
+namespace fp4jit::cuda {
+
+struct DeviceInfo {
+  std::string target = "sm_90a";
+  int sm_count = 132;
+};
+
+class Arena {
+ public:
+  // Counting runs hand out fake, non-null addresses at kCountingBase (never dereferenced).
+  static constexpr std::uintptr_t kCountingBase = std::uintptr_t{1} << 44;
+  explicit Arena(std::uintptr_t base = kCountingBase) : base_(base) {}
+  template <class T>
+  T* take(std::int64_t count) {
+    return reinterpret_cast<T*>(take_bytes(count * static_cast<std::int64_t>(sizeof(T))));
+  }
+  void* take_bytes(std::int64_t bytes);  // 256-byte aligned
+  std::int64_t used() const { return used_; }
+
+ private:
+  std::uintptr_t base_;
+  std::int64_t used_ = 0;
+};
+
+struct Launch {
+  codegen::KernelSource kernel;
+  std::uint32_t grid = 1, block = 256;
+  std::vector<std::uint8_t> args;  // the kernel's argument struct, by value
+  std::int64_t bytes = 0;          // global-memory bytes it moves (estimate: reads + writes)
+};
+struct Memset {
+  void* ptr = nullptr;
+  std::uint32_t value = 0;
+  std::int64_t words = 0;  // 32-bit words
+};
+using Step = std::variant<Launch, Memset>;
+using Plan = std::vector<Step>;
+
+// Quantizes `role` (mode rows or cols, from role_info(role).transposed), or with `out_t` the
+// pair (role, its transposed partner) from one read (mode both).
+Plan plan_quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
+                   const QuantizedView* out_t, const QuantizeArgs& args, const DeviceInfo& device,
+                   Arena& arena);
+Plan plan_dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                     std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                     const DeviceInfo& device, Arena& arena);
+Plan plan_dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
+              const DeviceInfo& device, Arena& arena);
+
+// Every kernel the plans above can launch for `recipe` with these input (and output) types, in a
+// stable order without duplicates: what `fp4jit compile` builds ahead of time.
+std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const std::string& target,
+                                                  std::span<const DType> dtypes);
+
+// Sum of the launches' byte estimates.
+std::int64_t plan_bytes(const Plan& plan);
+
+}  // namespace fp4jit::cuda

@@ -1,0 +1,85 @@
+// Kernel arguments: one struct per kernel family, passed by value. The host launch code includes
+// this same header, so both sides agree on the layout (8-byte fields first, no bool members).
+// Pointers are device pointers; every count is in elements unless it says bytes.
+#pragma once
+#include "quantize/config.cuh"
+
+namespace fp4jit::kern {
+
+// One quantized operand: where its pieces go and the shared scratch of its passes.
+struct OperandOut {
+  u8* codes;            // [rows, row_bytes]
+  void* scales;         // [scale_rows, scale_cols]: u8 codes, or float (ScaleFmt::fp32)
+  float* tensor_scale;  // two-level s_enc (1 float), or null
+  u32* amax_out;        // the operand's largest finite |value| as float bits (1 word), or null
+  const u32* stats;     // quantize phase: per-block stat words from the stats pass, or null
+  u32* stats_out;       // stats phase: per-block stat words (zeroed first), or null
+  u32* amax_bits;       // global finite amax: accumulated by the stats phase, read after; or null
+  const float* lohi;    // OCC: {lo, hi} per source row, or null
+  i64 rows, cols;       // the operand, K-major
+  i64 row_bytes;        // bytes of codes per operand row
+  i64 scale_cols;       // scales per scale row
+};
+
+// quantize_rows and quantize_tile.
+struct QuantizeArgs {
+  const void* in;  // source tensor [rows, cols], row stride `stride` elements
+  i64 rows, cols, stride;
+  u64 seed, offset;  // stochastic rounding: element i draws the bits of index offset + i
+  OperandOut row;    // the non-transposed operand (mode rows, both)
+  OperandOut col;    // the transposed operand (mode cols, both)
+  u32 vector_ok;     // 16-byte vector loads are aligned (checked by the host)
+  u32 reserved;
+};
+
+// occ_select: per source row, lo and hi and the count of clamped elements.
+struct OccSelectArgs {
+  const void* in;
+  i64 rows, cols, stride;
+  i64 lo_index, hi_index;  // sorted positions int((1 - alpha) n) and int(alpha n), clamped to n - 1
+  float* lohi;             // [rows][2]
+  u32* counts;             // per operand row (zeroed first): source rows (x) or source cols (xt)
+};
+
+// occ_scan: exclusive prefix sum of the per-row counts.
+struct OccScanArgs {
+  const u32* counts;
+  i64* offsets;  // [n]
+  i64* total;    // the residual count (1 value, the caller's residual_count)
+  i64 n;
+};
+
+// occ_write: the residual list, sorted by operand index.
+struct OccWriteArgs {
+  const void* in;
+  i64 rows, cols, stride;  // source tensor
+  const float* lohi;
+  const i64* offsets;  // per operand row
+  i64* index;          // [capacity]
+  float* value;        // [capacity]
+  i64 capacity;
+};
+
+// dequantize: operand codes and scales back to values (operand layout), or to the source layout
+// as float (to_source: inverse Hadamard and transpose, what double quantization re-reads).
+struct DequantizeArgs {
+  const u8* codes;
+  const void* scales;
+  const float* tensor_scale;  // two-level, else null
+  void* out;
+  i64 rows, cols;  // the operand
+  i64 row_bytes, scale_cols;
+  i64 out_stride;  // elements between rows of out
+};
+
+// dge_apply: f'(w * sf) elementwise from the weight's per-block stats.
+struct DgeArgs {
+  const void* w;
+  void* out;
+  const u32* stats;  // per block of the weight operand
+  i64 rows, cols;
+  i64 w_stride, out_stride;
+  i64 scale_cols;
+};
+
+}  // namespace fp4jit::kern

@@ -1,0 +1,157 @@
+// Device helpers of the quantize kernels: warp shuffles and reductions, 16-byte loads of any
+// input type, packed code stores, correctly rounded double arithmetic.
+//
+// Compiled by NVRTC and nvcc. The host emulator (tests/emu) compiles these templates too: it
+// provides the CUDA names used here (threadIdx, __shfl_xor_sync, __syncthreads, atomics, uint4,
+// __ldg, __ldcs) before including them, so this file needs no host branch beyond the arithmetic.
+#pragma once
+#include "quantize/config.cuh"
+
+#if defined(__CUDACC__)
+#define FP4JIT_DEV __device__ __forceinline__
+#else
+#define FP4JIT_DEV inline
+#endif
+
+namespace fp4jit::kern {
+
+FP4JIT_DEV int lane_id() {
+  return static_cast<int>(threadIdx.x & 31u);
+}
+FP4JIT_DEV int warp_id() {
+  return static_cast<int>(threadIdx.x >> 5);
+}
+
+FP4JIT_DEV float shfl_xor(float v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
+FP4JIT_DEV u32 shfl_xor(u32 v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
+
+FP4JIT_DEV u32 umax(u32 a, u32 b) {
+  return a > b ? a : b;
+}
+FP4JIT_DEV u32 warp_max(u32 v) {
+  for (int d = 16; d > 0; d >>= 1) v = umax(v, shfl_xor(v, d));
+  return v;
+}
+FP4JIT_DEV u32 warp_sum(u32 v) {
+  for (int d = 16; d > 0; d >>= 1) v += shfl_xor(v, d);
+  return v;
+}
+
+// Stat words: a block's stat is the max over its elements of
+//   |x|'s bits for finite x (ordered like the magnitudes), 0xFFFFFFFF for NaN or Inf,
+// so one atomicMax keeps both the finite amax and the "non-finite block" flag.
+constexpr u32 kNonFinite = 0xffffffffu;
+FP4JIT_DEV u32 stat_key(float x) {
+  return nx::is_finite(x) ? (nx::float_bits(x) & 0x7fffffffu) : kNonFinite;
+}
+// The global amax ignores non-finite values.
+FP4JIT_DEV u32 finite_key(float x) {
+  return nx::is_finite(x) ? (nx::float_bits(x) & 0x7fffffffu) : 0u;
+}
+
+// Correctly rounded double operations (never contracted).
+FP4JIT_DEV double dmul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+FP4JIT_DEV double ddiv_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+FP4JIT_DEV double dadd_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+FP4JIT_DEV float double_to_float(double a) {
+#if defined(__CUDA_ARCH__)
+  return __double2float_rn(a);
+#else
+  return static_cast<float>(a);
+#endif
+}
+
+// One value of the input tensor as float (BF16 and FP16 widen exactly).
+template <InType T>
+FP4JIT_DEV float load_one(const void* base, i64 i) {
+  if constexpr (T == InType::f32) {
+    return static_cast<const float*>(base)[i];
+  } else if constexpr (T == InType::bf16) {
+    return nx::bf16_to_float(static_cast<const u16*>(base)[i]);
+  } else {
+    return nx::f16_to_float(static_cast<const u16*>(base)[i]);
+  }
+}
+
+FP4JIT_DEV uint4 load16(const void* p, bool streaming) {
+  const uint4* q = static_cast<const uint4*>(p);
+  return streaming ? __ldcs(q) : __ldg(q);
+}
+
+template <InType T>
+FP4JIT_DEV void widen(const uint4& u, float* v) {
+  const u32 w[4] = {u.x, u.y, u.z, u.w};
+  if constexpr (T == InType::f32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = nx::bits_float(w[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u16 h = static_cast<u16>(i % 2 == 0 ? (w[i / 2] & 0xffffu) : (w[i / 2] >> 16));
+      v[i] = T == InType::bf16 ? nx::bf16_to_float(h) : nx::f16_to_float(h);
+    }
+  }
+}
+
+// kVec consecutive values of one row starting at element i of the flat tensor; `n` of them are
+// in range (the rest read as 0). `vector` says 16-byte loads are aligned and all kVec in range.
+template <InType T>
+FP4JIT_DEV void load_vec(const void* base, i64 i, int n, bool vector, bool streaming,
+                         float (&v)[kVec]) {
+  if (vector) {
+    const char* p = static_cast<const char*>(base) + i * in_size(T);
+    widen<T>(load16(p, streaming), v);
+    if constexpr (T == InType::f32) widen<T>(load16(p + 16, streaming), v + 4);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) v[e] = e < n ? load_one<T>(base, i + e) : 0.0f;
+}
+
+// Packed codes of kVec elements: E2M1 two per byte (element 2i in the low nibble), 8-bit
+// formats one per byte; `bytes` of them, at `dst` (aligned to their size when `aligned`).
+FP4JIT_DEV void store_codes(u8* dst, const u32 (&code)[kVec], bool packed, int n, bool aligned) {
+  if (packed) {
+    u32 word = 0;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) word |= (code[e] & 15u) << (4 * e);
+    if (aligned && n == kVec) {
+      *reinterpret_cast<u32*>(dst) = word;
+    } else {
+      for (int b = 0; b < n / 2; ++b) dst[b] = static_cast<u8>(word >> (8 * b));
+    }
+    return;
+  }
+  if (aligned && n == kVec) {
+    u64 word = 0;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) word |= static_cast<u64>(code[e] & 0xffu) << (8 * e);
+    *reinterpret_cast<u64*>(dst) = word;
+    return;
+  }
+  for (int e = 0; e < n; ++e) dst[e] = static_cast<u8>(code[e]);
+}
+
+}  // namespace fp4jit::kern

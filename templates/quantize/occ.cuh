@@ -1,0 +1,278 @@
+// Outlier clamping and compensation (OCC), per source row, in three deterministic steps:
+//   occ_select  lo and hi of each row (the values at sorted positions lo_index and hi_index,
+//               NaN last) by a 4-pass radix select, and how many elements each operand row will
+//               list in the residual;
+//   occ_scan    exclusive prefix sum of those counts (offsets), and the total;
+//   occ_write   the residual x - clamp(x) at its operand index, each list position computed, so
+//               the list comes out sorted by index with no atomics on the order.
+// The quantize kernels apply the same clamp to the values they quantize.
+//
+// Sorting order: the total order of the float bits (-0 before +0), NaN last. The reference's
+// std::sort treats -0 and +0 as equal, so the two agree except where a quantile falls on a run
+// of zeros of both signs.
+//
+// Configs:
+//   occ_select:  in (InType), threads, count_cols (counts per source column: the transposed
+//                operand's rows; else per source row)
+//   occ_scan:    threads
+//   occ_write:   in, threads, cols (the transposed operand: operand row = source column)
+#pragma once
+#include "quantize/args.cuh"
+#include "quantize/device.cuh"
+
+namespace fp4jit::kern {
+
+FP4JIT_DEV u32 sort_key(float x) {
+  const u32 u = nx::float_bits(x);
+  if (nx::is_nan(x)) return 0xffffffffu;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+FP4JIT_DEV float key_value(u32 k) {
+  if (k == 0xffffffffu) return nx::bits_float(0x7fc00000u);
+  return nx::bits_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+FP4JIT_DEV float occ_clamp(float x, float lo, float hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
+// The digit d (0..255) of the k-th smallest key among those counted in hist, and k made relative
+// to the keys with that digit. Run by one full warp.
+FP4JIT_DEV u32 select_digit(const u32* hist, i64& k) {
+  const int lane = lane_id();
+  u32 mine = 0u;
+  for (int b = 0; b < 8; ++b) mine += hist[lane * 8 + b];
+  u32 incl = mine;
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 other = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += other;
+  }
+  const i64 before = static_cast<i64>(incl - mine);
+  const bool here = k >= before && k < before + static_cast<i64>(mine);
+  u32 digit = 0u;
+  i64 rest = 0;
+  if (here) {
+    i64 kk = k - before;
+    for (int b = 0; b < 8; ++b) {
+      const i64 c = hist[lane * 8 + b];
+      if (kk < c) {
+        digit = static_cast<u32>(lane * 8 + b);
+        break;
+      }
+      kk -= c;
+    }
+    rest = kk;
+  }
+  const u32 who = __ballot_sync(0xffffffffu, here);
+  const int src = who == 0u ? 0 : __ffs(static_cast<int>(who)) - 1;
+  digit = __shfl_sync(0xffffffffu, digit, src);
+  const u32 rest_lo = __shfl_sync(0xffffffffu, static_cast<u32>(rest), src);
+  k = static_cast<i64>(rest_lo);
+  return digit;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
+  __shared__ u32 hist[2][256];
+  __shared__ u32 prefix[2];
+  __shared__ i64 kth[2];
+  __shared__ u32 block_count;
+  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const void* in = a.in;
+    const i64 base = row * a.stride;
+    if (threadIdx.x == 0) {
+      prefix[0] = prefix[1] = 0u;
+      kth[0] = a.lo_index;
+      kth[1] = a.hi_index;
+      block_count = 0u;
+    }
+    u32 mask = 0u;
+    for (int pass = 0; pass < 4; ++pass) {
+      const int shift = 24 - 8 * pass;
+      for (int i = static_cast<int>(threadIdx.x); i < 512; i += Cfg::threads)
+        hist[i / 256][i % 256] = 0u;
+      __syncthreads();
+      const u32 p0 = prefix[0], p1 = prefix[1];
+      for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
+        const u32 key = sort_key(load_one<Cfg::in>(in, base + c));
+        const u32 d = (key >> shift) & 255u;
+        if ((key & mask) == p0) atomicAdd(&hist[0][d], 1u);
+        if ((key & mask) == p1) atomicAdd(&hist[1][d], 1u);
+      }
+      __syncthreads();
+      if (warp_id() < 2) {
+        const int w = warp_id();
+        i64 k = kth[w];
+        const u32 d = select_digit(hist[w], k);
+        if (lane_id() == 0) {
+          prefix[w] |= d << shift;
+          kth[w] = k;
+        }
+      }
+      mask |= 255u << shift;
+      __syncthreads();
+    }
+    const float lo = key_value(prefix[0]), hi = key_value(prefix[1]);
+    if (threadIdx.x == 0) {
+      a.lohi[2 * row] = lo;
+      a.lohi[2 * row + 1] = hi;
+    }
+    u32 count = 0u;
+    for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
+      const float x = load_one<Cfg::in>(in, base + c);
+      if (occ_clamp(x, lo, hi) != x) {
+        if constexpr (Cfg::count_cols)
+          atomicAdd(a.counts + c, 1u);
+        else
+          ++count;
+      }
+    }
+    if constexpr (!Cfg::count_cols) {
+      count = warp_sum(count);
+      if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
+      __syncthreads();
+      if (threadIdx.x == 0) a.counts[row] = block_count;
+    }
+    __syncthreads();
+  }
+}
+
+// Exclusive scan of n counts by one CTA, kPer per thread per round.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) occ_scan(OccScanArgs a) {
+  constexpr int kPer = 4;
+  constexpr int kWarps = Cfg::threads / 32;
+  __shared__ i64 warp_total[kWarps];
+  __shared__ i64 carry;
+  if (threadIdx.x == 0) carry = 0;
+  __syncthreads();
+  for (i64 base = 0; base < a.n; base += static_cast<i64>(Cfg::threads) * kPer) {
+    const i64 first = base + static_cast<i64>(threadIdx.x) * kPer;
+    i64 local[kPer];
+    i64 sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      local[i] = first + i < a.n ? static_cast<i64>(a.counts[first + i]) : 0;
+      sum += local[i];
+    }
+    i64 incl = sum;
+    for (int d = 1; d < 32; d <<= 1) {
+      const i64 other = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane_id() >= d) incl += other;
+    }
+    if (lane_id() == 31) warp_total[warp_id()] = incl;
+    __syncthreads();
+    i64 before = carry;
+    for (int w = 0; w < warp_id(); ++w) before += warp_total[w];
+    i64 run = before + incl - sum;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      if (first + i < a.n) a.offsets[first + i] = run;
+      run += local[i];
+    }
+    __syncthreads();
+    if (threadIdx.x == Cfg::threads - 1) carry = run;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *a.total = carry;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
+  constexpr int kWarps = Cfg::threads / 32;
+  if constexpr (!Cfg::cols) {
+    // One CTA per source row = operand row; kVec elements per thread per round, in order.
+    __shared__ u32 warp_total[kWarps];
+    __shared__ i64 running;
+    for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
+      const float lo = a.lohi[2 * row], hi = a.lohi[2 * row + 1];
+      if (threadIdx.x == 0) running = a.offsets[row];
+      __syncthreads();
+      for (i64 base = 0; base < a.cols; base += static_cast<i64>(Cfg::threads) * kVec) {
+        const i64 c0 = base + static_cast<i64>(threadIdx.x) * kVec;
+        float x[kVec];
+        u32 flags = 0u, count = 0u;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          x[e] = c0 + e < a.cols ? load_one<Cfg::in>(a.in, row * a.stride + c0 + e) : 0.0f;
+          if (c0 + e < a.cols && occ_clamp(x[e], lo, hi) != x[e]) {
+            flags |= 1u << e;
+            ++count;
+          }
+        }
+        u32 incl = count;
+        for (int d = 1; d < 32; d <<= 1) {
+          const u32 other = __shfl_up_sync(0xffffffffu, incl, d);
+          if (lane_id() >= d) incl += other;
+        }
+        if (lane_id() == 31) warp_total[warp_id()] = incl;
+        __syncthreads();
+        i64 pos = running + (incl - count);
+        for (int w = 0; w < warp_id(); ++w) pos += warp_total[w];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          if (!(flags & (1u << e))) continue;
+          if (pos < a.capacity) {
+            a.index[pos] = row * a.cols + c0 + e;
+            a.value[pos] = nx::add_rn(x[e], -occ_clamp(x[e], lo, hi));
+          }
+          ++pos;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          i64 total = 0;
+          for (int w = 0; w < kWarps; ++w) total += warp_total[w];
+          running += total;
+        }
+        __syncthreads();
+      }
+    }
+  } else {
+    // The transposed operand: one CTA per 32 source columns (operand rows), lane = column;
+    // source rows in rounds of 32 (each warp 32 / kWarps of them), in order.
+    constexpr int kRowsPerWarp = 32 / kWarps;
+    __shared__ u32 masks[32];
+    __shared__ i64 running[32];
+    const int lane = lane_id(), warp = warp_id();
+    for (i64 j0 = static_cast<i64>(blockIdx.x) * 32; j0 < a.cols;
+         j0 += static_cast<i64>(gridDim.x) * 32) {
+      const i64 j = j0 + lane;
+      if (warp == 0) running[lane] = j < a.cols ? a.offsets[j] : 0;
+      __syncthreads();
+      for (i64 i0 = 0; i0 < a.rows; i0 += 32) {
+        float x[kRowsPerWarp];
+        bool clamped[kRowsPerWarp];
+#pragma unroll
+        for (int q = 0; q < kRowsPerWarp; ++q) {
+          const i64 i = i0 + warp * kRowsPerWarp + q;
+          const bool in = i < a.rows && j < a.cols;
+          x[q] = in ? load_one<Cfg::in>(a.in, i * a.stride + j) : 0.0f;
+          clamped[q] = in && occ_clamp(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]) != x[q];
+          const u32 m = __ballot_sync(0xffffffffu, clamped[q]);
+          if (lane == 0) masks[warp * kRowsPerWarp + q] = m;
+        }
+        __syncthreads();
+        i64 pos = running[lane];
+        for (int q = 0; q < warp * kRowsPerWarp; ++q) pos += (masks[q] >> lane) & 1u;
+#pragma unroll
+        for (int q = 0; q < kRowsPerWarp; ++q) {
+          if (!clamped[q]) continue;
+          const i64 i = i0 + warp * kRowsPerWarp + q;
+          if (pos < a.capacity) {
+            a.index[pos] = j * a.rows + i;
+            a.value[pos] = nx::add_rn(x[q], -occ_clamp(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]));
+          }
+          ++pos;
+        }
+        __syncthreads();
+        if (warp == 0) {
+          i64 total = 0;
+          for (int q = 0; q < 32; ++q) total += (masks[q] >> lane) & 1u;
+          running[lane] += total;
+        }
+        __syncthreads();
+      }
+    }
+  }
+}
+
+}  // namespace fp4jit::kern

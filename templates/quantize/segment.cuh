@@ -1,0 +1,205 @@
+// What one thread does with its segment: kVec consecutive elements of one operand row (K-major),
+// whatever kernel brought them into registers.
+//
+// Lanes cooperate in groups: the lanes holding one block (block_cols elements along K, and
+// block_rows operand rows) or one Hadamard chunk. Two strides describe where a thread's
+// neighbours sit in its warp:
+//   kKStride     lane distance to the segment kVec elements further along K
+//   kLineStride  lane distance to the next operand row (0: rows are in different warps; then
+//                only blocks one row high are reduced locally)
+// quantize_rows uses (1, 0): a warp walks along one row. quantize_tile uses (L, 1): a warp holds
+// L rows x (32 / L) segments of a shared-memory tile.
+//
+// Order of operations per element, as in reference/quantize.cpp: (OCC clamp, by the caller)
+// -> Hadamard butterfly -> block stat -> block scale -> scale -> round (with its SR bits) -> code.
+#pragma once
+#include "numerics/hadamard.cuh"
+#include "quantize/encode.cuh"
+
+namespace fp4jit::kern {
+
+template <class Op>
+FP4JIT_DEV bool sign_negative(int p) {
+  const u32 w = p < 32 ? Op::sign0 : (p < 64 ? Op::sign1 : (p < 96 ? Op::sign2 : Op::sign3));
+  return ((w >> (p & 31)) & 1u) != 0u;
+}
+
+// In-place Hadamard transform of the chunk this thread's segment belongs to; `kpos` is the
+// segment's index along K within its group (its chunk position is kpos % (had / kVec)). The
+// butterfly runs stage by stage exactly as nx::hadamard_transform; stages longer than kVec pair
+// lanes through shuffles (the lower lane keeps a + b, the upper a - b).
+template <class Op, int kKStride>
+FP4JIT_DEV void hadamard(float (&v)[kVec], int kpos) {
+  if constexpr (Op::had != 0) {
+    constexpr int kChunkSegs = Op::had / kVec;
+    const int seg = kpos % kChunkSegs;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (sign_negative<Op>(seg * kVec + e)) v[e] = -v[e];
+#pragma unroll
+    for (int h = 1; h < kVec; h <<= 1) {
+#pragma unroll
+      for (int i = 0; i < kVec; i += 2 * h) {
+#pragma unroll
+        for (int j = i; j < i + h; ++j) {
+          const float a = v[j], b = v[j + h];
+          v[j] = nx::add_rn(a, b);
+          v[j + h] = nx::add_rn(a, -b);
+        }
+      }
+    }
+#pragma unroll
+    for (int d = 1; d < kChunkSegs; d <<= 1) {
+      const bool upper = (seg & d) != 0;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float other = shfl_xor(v[e], d * kKStride);
+        v[e] = upper ? nx::add_rn(other, -v[e]) : nx::add_rn(v[e], other);
+      }
+    }
+    const float norm = nx::hadamard_norm(Op::had);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = nx::mul_rn(v[e], norm);
+  }
+}
+
+// Stat words of the tile blocks this thread's elements belong to (sub_blocks of them), reduced
+// over the lanes of the block: along K, and over its rows when they share the warp.
+template <class Op, int kKStride, int kLineStride>
+FP4JIT_DEV void tile_stats(const float (&v)[kVec], u32 (&stat)[sub_blocks<Op>()]) {
+  constexpr int kSub = sub_blocks<Op>();
+  constexpr int kPer = kVec / kSub;
+#pragma unroll
+  for (int s = 0; s < kSub; ++s) {
+    stat[s] = 0u;
+#pragma unroll
+    for (int e = s * kPer; e < (s + 1) * kPer; ++e) stat[s] = umax(stat[s], stat_key(v[e]));
+  }
+  constexpr int kKLanes = Op::block_cols > kVec ? Op::block_cols / kVec : 1;
+#pragma unroll
+  for (int d = 1; d < kKLanes; d <<= 1)
+#pragma unroll
+    for (int s = 0; s < kSub; ++s) stat[s] = umax(stat[s], shfl_xor(stat[s], d * kKStride));
+  if constexpr (kLineStride != 0) {
+#pragma unroll
+    for (int d = 1; d < Op::block_rows; d <<= 1)
+#pragma unroll
+      for (int s = 0; s < kSub; ++s) stat[s] = umax(stat[s], shfl_xor(stat[s], d * kLineStride));
+  }
+}
+
+// Index of operand element (r, c)'s block in the scale array (core/quantized.cpp block_of).
+template <class Op>
+FP4JIT_DEV i64 block_index(i64 r, i64 c, i64 scale_cols) {
+  if constexpr (Op::block == BlockKind::tile)
+    return (r / Op::block_rows) * scale_cols + c / Op::block_cols;
+  if constexpr (Op::block == BlockKind::row) return r;
+  if constexpr (Op::block == BlockKind::col) return c;
+  return 0;
+}
+
+// Scales come from this thread's group (tile blocks whose rows the group holds) rather than from
+// the stats pass.
+template <class Op, int kLineStride>
+FP4JIT_CONSTEXPR bool local_blocks() {
+  return Op::block == BlockKind::tile && (Op::block_rows == 1 || kLineStride != 0);
+}
+
+// Codes of the segment: element e is scaled by scale_of(e) and rounded with the random bits of
+// index i0 + e. NaN blocks give code 0.
+template <class Op, class ScaleOf>
+FP4JIT_DEV void encode_vec(const float (&v)[kVec], ScaleOf scale_of, u64 seed, u64 i0,
+                           u32 (&code)[kVec]) {
+  u32 rbits[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) rbits[e] = 0u;
+  if constexpr (Op::round == nx::Round::stochastic) sr_bits_vec<Op>(seed, i0, rbits);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    const BlockScale b = scale_of(e);
+    code[e] = b.nan ? 0u : encode_element<Op>(apply_scale<Op>(v[e], b), rbits[e]);
+  }
+}
+
+// The value a code stands for, in float, as double quantization re-reads it
+// (reference dequantize_source: decode(code) * decode(scale) [/ s_enc] in double, then float).
+template <class Op>
+FP4JIT_DEV float requant_value(u32 code, const BlockScale& b, float s_enc) {
+  double scale;
+  if constexpr (scale_is_code(Op::scale)) {
+    const u8 stored = static_cast<u8>(b.code);
+    scale = decode_scale<Op>(&stored, 0);
+  } else {
+    scale = b.value;
+  }
+  double v = dmul_rn(static_cast<double>(decode_element<Op>(code)), scale);
+  if constexpr (Op::rule == Rule::two_level) v = ddiv_rn(v, static_cast<double>(s_enc));
+  return double_to_float(v);
+}
+
+// Everything after the stats, for one segment: the scales, the codes, the stores. `stat` holds
+// the segment's local tile-block stats (local_blocks) and is ignored otherwise; non-local scales
+// come from o.stats. Returns the BlockScale of element e through `scale_out` for callers that
+// dequantize again (double quantization). n: elements in range (0: nothing is stored).
+template <class Op, int kLineStride, class Store>
+FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_blocks<Op>()], i64 r,
+                                 i64 c0, int n, const OperandOut& o, float s_enc, u64 seed,
+                                 u64 offset, u32 (&code)[kVec], Store&& after) {
+  constexpr int kSub = sub_blocks<Op>();
+  constexpr int kPer = kVec / kSub;
+  const bool valid = n > 0;
+  constexpr BlockScale kUnit{0u, 0.0f, 1.0f, false, false};
+  BlockScale local[kSub];
+#pragma unroll
+  for (int s = 0; s < kSub; ++s) local[s] = kUnit;
+  if constexpr (local_blocks<Op, kLineStride>()) {
+#pragma unroll
+    for (int s = 0; s < kSub; ++s) local[s] = block_scale<Op>(stat[s], s_enc);
+  } else if constexpr (Op::block == BlockKind::tile || Op::block == BlockKind::row ||
+                       Op::block == BlockKind::tensor) {
+#pragma unroll
+    for (int s = 0; s < kSub; ++s)
+      if (valid)
+        local[s] = block_scale<Op>(o.stats[block_index<Op>(r, c0 + s * kPer, o.scale_cols)], s_enc);
+  }
+  BlockScale per_col[Op::block == BlockKind::col ? kVec : 1];
+  if constexpr (Op::block == BlockKind::col) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      per_col[e] = e < n ? block_scale<Op>(o.stats[c0 + e], s_enc) : kUnit;
+  }
+  const auto scale_of = [&](int e) -> BlockScale {
+    if constexpr (Op::block == BlockKind::col)
+      return per_col[e];
+    else
+      return local[e / kPer];
+  };
+  const u64 i0 = offset + static_cast<u64>(r * o.cols + c0);
+  encode_vec<Op>(v, scale_of, seed, i0, code);
+  if (!valid) return;
+  constexpr int kBytesPer = elem_packed(Op::elem) ? 1 : 2;  // bytes per two elements
+  const i64 byte0 = r * o.row_bytes + (c0 / 2) * kBytesPer;
+  const bool aligned = elem_packed(Op::elem) ? (o.row_bytes % 4 == 0) : (o.row_bytes % 8 == 0);
+  store_codes(o.codes + byte0, code, elem_packed(Op::elem), n, aligned);
+  // Scales: the thread at a block's first element stores it.
+  if constexpr (Op::block == BlockKind::tile) {
+    if (r % Op::block_rows == 0) {
+#pragma unroll
+      for (int s = 0; s < kSub; ++s) {
+        const i64 c = c0 + s * kPer;
+        if (c % Op::block_cols == 0)
+          store_scale<Op>(o.scales, block_index<Op>(r, c, o.scale_cols), local[s]);
+      }
+    }
+  } else if constexpr (Op::block == BlockKind::row) {
+    if (c0 == 0) store_scale<Op>(o.scales, r, local[0]);
+  } else if constexpr (Op::block == BlockKind::col) {
+    if (r == 0)
+      for (int e = 0; e < n; ++e) store_scale<Op>(o.scales, c0 + e, per_col[e]);
+  } else {
+    if (r == 0 && c0 == 0) store_scale<Op>(o.scales, 0, local[0]);
+  }
+  after(scale_of);
+}
+
+}  // namespace fp4jit::kern

@@ -1,0 +1,183 @@
+// The CUDA kernels and their launch plans, run on the CPU emulator, against the reference: every
+// recipe of emu_recipes.hpp, every operand (alone and as pairs from one read), random and
+// adversarial inputs in every input type, aligned and ragged shapes, poisoned outputs, byte for
+// byte (codes, scales, tensor scale, amax, OCC residual lists), and dequantize and DGE.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "reference/reference.hpp"
+#include "runtime/cuda/plan.hpp"
+#include "runtime/host_tensor.hpp"
+#include "tests/emu/emu_recipes.hpp"
+#include "tests/emu/emulator.hpp"
+#include "tests/gpu/quant_check.hpp"
+
+namespace fp4jit::test {
+namespace {
+
+const cuda::DeviceInfo kDevice{"sm_90a", 3};  // few SMs: grid-stride loops run several rounds
+
+void run(const std::function<cuda::Plan(cuda::Arena&)>& make) {
+  cuda::Arena counting;
+  make(counting);
+  std::vector<std::uint8_t> scratch(static_cast<std::size_t>(counting.used()) + 256, kPoison);
+  const auto base = (reinterpret_cast<std::uintptr_t>(scratch.data()) + 255) & ~std::uintptr_t{255};
+  cuda::Arena arena(base);
+  emu::execute(make(arena));
+}
+
+struct Case {
+  std::string recipe;
+  Role role;
+  bool pair;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.recipe << " " << name(c.role) << (c.pair ? " pair" : "");
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.recipe + "_" + std::string(name(info.param.role)) +
+                  (info.param.pair ? "_pair" : "");
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const auto& r : emu::emu_recipes()) {
+    for (Role role : kAllRoles) out.push_back({r, role, false});
+    for (Role role : {Role::x, Role::w, Role::dy}) out.push_back({r, role, true});
+  }
+  return out;
+}
+
+Role partner_of(Role r) {
+  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
+}
+std::int64_t round_up(std::int64_t v, std::int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+class EmuQuantize : public testing::TestWithParam<Case> {};
+
+TEST_P(EmuQuantize, MatchesReference) {
+  const Case& c = GetParam();
+  const Recipe recipe = parse_recipe(c.recipe);
+  const Role partner = partner_of(c.role);
+  const bool occ = recipe[c.role].occ || (c.pair && recipe[partner].occ);
+  struct Variant {
+    InputKind kind;
+    DType dtype;
+    bool ragged;
+    std::uint64_t offset;
+  };
+  const Variant variants[] = {{InputKind::random, DType::bf16, false, 0},
+                              {InputKind::random, DType::f32, true, 5},
+                              {InputKind::random, DType::f16, true, 3},
+                              {InputKind::adversarial, DType::bf16, true, 0},
+                              {InputKind::adversarial, DType::f32, false, 17}};
+  std::uint32_t seed = 1;
+  for (const Variant& v : variants) {
+    Shape shape;
+    if (c.pair) {
+      shape.rows = round_up(v.ragged ? 96 : 128, k_multiple(recipe, partner));
+      shape.cols = round_up(v.ragged ? 160 : 256, k_multiple(recipe, c.role));
+    } else {
+      shape = shape_for(recipe, c.role, v.ragged ? 37 : 64, v.ragged ? 96 : 256);
+    }
+    SCOPED_TRACE(fmt::format("{} {} [{}, {}] offset {}", input_kind_name(v.kind), name(v.dtype),
+                             shape.rows, shape.cols, v.offset));
+    HostInput in = make_input(v.kind, v.dtype, shape.rows, shape.cols, ++seed, !occ);
+    const QuantizeArgs args{seed * 7919u, v.offset};
+    const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+    const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
+    HostOperand out(ref.layout, shape.rows * shape.cols);
+    const TensorView view = in.view();
+    if (!c.pair) {
+      run([&](cuda::Arena& a) {
+        QuantizedView q = out.view();
+        return cuda::plan_quantize(recipe, c.role, view, q, nullptr, args, kDevice, a);
+      });
+      ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "");
+      continue;
+    }
+    const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
+    HostOperand out_t(ref_t.layout, shape.rows * shape.cols);
+    run([&](cuda::Arena& a) {
+      QuantizedView q = out.view(), qt = out_t.view();
+      return cuda::plan_quantize(recipe, c.role, view, q, &qt, args, kDevice, a);
+    });
+    ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "") << "row-wise operand " << name(c.role);
+    ASSERT_EQ(compare(ref_t, out_t, recipe[partner].occ), "")
+        << "transposed operand " << name(partner);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, EmuQuantize, testing::ValuesIn(all_cases()), case_name);
+
+// dequantize of every operand: the reference's codes and scales in, values out in each type.
+class EmuDequantize : public testing::TestWithParam<std::string> {};
+
+TEST_P(EmuDequantize, MatchesReference) {
+  const Recipe recipe = parse_recipe(GetParam());
+  for (Role role : kAllRoles) {
+    const Shape shape = shape_for(recipe, role, 37, 96);
+    HostInput in =
+        make_input(InputKind::adversarial, DType::f32, shape.rows, shape.cols, 11, false);
+    QuantizedTensor q = reference::quantize(recipe, role, in.values, {.seed = 3, .offset = 0});
+    q.residual_index.clear();  // dequantize reads codes and scales only
+    q.residual_value.clear();
+    HostOperand stored(q.layout, 0);
+    QuantizedView view = stored.view();
+    view.residual_capacity = 0;
+    store_quantized(q, view);
+    const Matrix<double> expect = reference::dequantize_operand(recipe, q);
+    for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      SCOPED_TRACE(fmt::format("operand {} out {}", name(role), name(dt)));
+      std::vector<std::uint8_t> got(
+          static_cast<std::size_t>(q.layout.rows * q.layout.cols * dtype_size(dt)), kPoison);
+      std::vector<std::uint8_t> want(got.size());
+      const TensorView out{got.data(), dt, q.layout.rows, q.layout.cols, 0};
+      from_matrix(expect, TensorView{want.data(), dt, q.layout.rows, q.layout.cols, 0});
+      run([&](cuda::Arena& a) {
+        return cuda::plan_dequantize(recipe, role, view, shape.rows, shape.cols, out, kDevice, a);
+      });
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0);
+    }
+  }
+}
+
+// DGE factor of recipes whose weight has it.
+TEST_P(EmuDequantize, DgeMatchesReference) {
+  const Recipe recipe = parse_recipe(GetParam());
+  if (!recipe[Role::w].dge) GTEST_SKIP() << "no DGE in this recipe";
+  for (InputKind kind : {InputKind::random, InputKind::adversarial}) {
+    HostInput w = make_input(kind, DType::bf16, 37, 202, 5, true);
+    const Matrix<float> expect = reference::dge_factor(recipe, w.values);
+    for (DType dt : {DType::f32, DType::bf16}) {
+      std::vector<std::uint8_t> got(static_cast<std::size_t>(37 * 202 * dtype_size(dt)), kPoison),
+          want(got.size());
+      const TensorView out{got.data(), dt, 37, 202, 0};
+      from_matrix(expect, TensorView{want.data(), dt, 37, 202, 0});
+      const TensorView wv = w.view();
+      run([&](cuda::Arena& a) { return cuda::plan_dge(recipe, wv, out, kDevice, a); });
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0)
+          << input_kind_name(kind) << " " << name(dt);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, EmuDequantize, testing::ValuesIn(emu::emu_recipes()),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace fp4jit::test

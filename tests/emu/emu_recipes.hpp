@@ -1,0 +1,22 @@
+// The recipes whose kernels are compiled into the emulator (and tested on it): every preset and
+// overrides that reach the remaining code paths (Hadamard 32/128 with random signs, 2D blocks on
+// a scale rule without a tensor scale, OCC with tile blocks, 16-bit SR on E2M1).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace fp4jit::emu {
+
+inline std::vector<std::string> emu_recipes() {
+  return {"mxfp4",
+          "nvfp4",
+          "msfp4",
+          "tetrajet",
+          "ue5m3",
+          "nvfp4:wgrad.had=128,wgrad.had.signs=random,wgrad.had.seed=7",
+          "tetrajet:wgrad.had=32,wgrad.had.signs=random",
+          "mxfp4:weight.block=16x16,x.round=stochastic,x.sr.bits=16",
+          "msfp4:act.block=1x32,occ=0.9"};
+}
+
+}  // namespace fp4jit::emu
