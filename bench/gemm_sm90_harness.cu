@@ -16,6 +16,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -39,14 +41,12 @@ struct CfgMsN256 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::ms;
   static constexpr int BLOCK_N = 256;
   static constexpr int kPackedStages = 5, kExpandedStages = 2;
-  static constexpr int kTransformRegs = 96, kConsumerRegs = 208;
 };
 struct CfgMsN256F32 : CfgMsN256 { static constexpr OutType kOut = OutType::f32; };
 struct CfgMsN128 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::ms;
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 7, kExpandedStages = 4;
-  static constexpr int kTransformRegs = 96, kConsumerRegs = 208;
 };
 struct CfgMsN128P4F32 : CfgMsN128 {  // promotes every 4 K tiles (accuracy comparison)
   static constexpr int kPromoteTiles = 4;
@@ -56,7 +56,6 @@ struct CfgMxN128 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::mx;
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 7, kExpandedStages = 4;
-  static constexpr int kTransformRegs = 96, kConsumerRegs = 208;
 };
 struct CfgMxN128F32 : CfgMxN128 { static constexpr OutType kOut = OutType::f32; };
 struct CfgNv4N256 : GemmConfigBase {
@@ -65,7 +64,6 @@ struct CfgNv4N256 : GemmConfigBase {
   static constexpr int kBBlockRows = 16;
   static constexpr int BLOCK_N = 256;
   static constexpr int kPackedStages = 6, kExpandedStages = 3;
-  static constexpr int kTransformRegs = 96, kConsumerRegs = 208;
 };
 struct CfgNv4N256F32 : CfgNv4N256 { static constexpr OutType kOut = OutType::f32; };
 struct CfgNv4N128 : CfgNv4N256 {
@@ -159,6 +157,40 @@ TmaDesc make_tma(const Operand& op, int box_rows, bool fp8_path) {
 }
 
 // ---- helpers ------------------------------------------------------------------------------------
+// Mapped host memory the kernels publish their progress into (GemmParams::progress), readable
+// while a kernel hangs.
+unsigned* g_progress_host = nullptr;
+unsigned* g_progress_dev = nullptr;
+bool g_use_progress = true;
+void init_progress() {
+  if (g_progress_host) return;
+  CUDA_CHECK(cudaHostAlloc(&g_progress_host, sizeof(unsigned) * 4 * 1024, cudaHostAllocMapped));
+  CUDA_CHECK(cudaHostGetDevicePointer(&g_progress_dev, g_progress_host, 0));
+}
+// Waits for the device; after `seconds` prints the published progress and exits (a hung kernel
+// would otherwise block until the outer time limit and lose the log).
+void sync_or_die(const char* what, double seconds = 15.0) {
+  cudaEvent_t ev;
+  CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(ev));
+  const auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    const cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) CUDA_CHECK(e);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) {
+      std::printf("HANG in %s after %.0f s; progress per CTA (expanded, issued, consumer0, consumer1):\n", what, seconds);
+      if (g_progress_host)
+        for (int b = 0; b < 8; ++b)
+          std::printf("  cta %d: %u %u %u %u\n", b, g_progress_host[4 * b], g_progress_host[4 * b + 1],
+                      g_progress_host[4 * b + 2], g_progress_host[4 * b + 3]);
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  cudaEventDestroy(ev);
+}
 int out_bytes(OutType t) { return t == OutType::f32 ? 4 : 2; }
 
 __global__ void fill_bytes(unsigned char* p, size_t n, unsigned char v) {
@@ -249,6 +281,7 @@ GemmParams make_params(const Problem& pr, const KernelEntry& k, Outputs& o, int 
   p.splits = splits;
   p.workspace = o.ws;
   p.counters = o.counters;
+  p.progress = g_use_progress ? g_progress_dev : nullptr;
   return p;
 }
 
@@ -377,8 +410,10 @@ CheckResult run_check(const Problem& pr, const KernelEntry& k, int splits, float
   const GemmParams p = make_params(pr, k, o, splits, alpha, beta, bias);
   const int tiles = ((pr.shape.M + 127) / 128) * ((pr.shape.N + k.block_n - 1) / k.block_n);
   const int grid = std::min(tiles * splits, num_sms());
+  if (g_progress_host) std::memset(g_progress_host, 0, sizeof(unsigned) * 4 * 1024);
   launch(pr, k, p, grid);
   CUDA_CHECK(cudaGetLastError());
+  sync_or_die(k.name);
   CUDA_CHECK(cudaDeviceSynchronize());
   CheckResult r;
   unsigned long long* bad;
@@ -429,10 +464,11 @@ double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int s
     ta.push_back(make_tma(pr.a, 128, fp8));
     tb.push_back(make_tma(pr.b, k.block_n, fp8));
     ps.push_back(make_params(pr, k, o, splits, 1.0f, 0.0f, false));
+    ps.back().progress = nullptr;
   }
   for (int i = 0; i < 3; ++i) k.launch(ta[i % sets.size()], tb[i % sets.size()], ps[i % sets.size()], grid, nullptr);
   CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaDeviceSynchronize());
+  sync_or_die(k.name);
   std::vector<cudaEvent_t> ev(iters + 1);
   for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
   CUDA_CHECK(cudaEventRecord(ev[0]));
@@ -441,6 +477,7 @@ double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int s
     k.launch(ta[j], tb[j], ps[j], grid, nullptr);
     CUDA_CHECK(cudaEventRecord(ev[i + 1]));
   }
+  sync_or_die(k.name, 30.0);
   CUDA_CHECK(cudaEventSynchronize(ev[iters]));
   CUDA_CHECK(cudaGetLastError());
   std::vector<float> t(iters);
@@ -695,6 +732,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s selftest|check|bench [--shapes ...] [--recipes ...] [--json f] [--iters n]\n", argv[0]);
     return 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const std::string mode = argv[1];
   std::string shapes_s, recipes_s = "msfp4,mxfp4,tetrajet,nvfp4,ue5m3", json;
   int iters = 30, rand_rows = 24;
@@ -711,6 +749,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  init_progress();
   JsonOut js;
   int rc = 0;
   if (mode == "selftest") {

@@ -42,7 +42,7 @@ struct GemmConfigBase {
   static constexpr bool kRasterAlongM = true;  // consecutive tiles walk M inside a band of N
   static constexpr int kClusterM = 1, kClusterN = 1;  // TMA multicast: not implemented yet
   static constexpr int kPromoteTiles = 0;  // ms: promote the accumulator every N K tiles (0: never)
-  static constexpr int kTransformRegs = 88, kConsumerRegs = 208;
+  static constexpr int kTransformRegs = 96, kConsumerRegs = 200;  // 128*96 + 256*200 <= 384*168
 };
 
 // Runtime arguments (one struct, passed by value).
@@ -67,6 +67,9 @@ struct GemmParams {
   int splits;
   float* workspace;
   int* counters;
+  // Debugging: when set, each CTA publishes its progress at progress[4 * blockIdx.x + i]:
+  // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
+  unsigned* progress;
 };
 
 }  // namespace fp4jit::sm90

@@ -84,6 +84,7 @@ template <class T>
 __device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[16], unsigned exp,
                                           bool accumulate) {
   fence_operands(d);
+  __syncwarp();
   wgmma_fence();
 #pragma unroll
   for (int st = 0; st < 4; ++st) {
@@ -106,6 +107,9 @@ template <class T>
 struct ConsumerPipe {
   RingPos<T::kPackedStages> pk;
   RingPos<T::kExpStages> ex;
+  unsigned* progress = nullptr;  // debugging (GemmParams::progress), published by thread 0 of the warpgroup
+  int progress_slot = 2;
+  bool leader = false;
 };
 
 // Waits for the next stage; returns its tile info word.
@@ -149,6 +153,7 @@ __device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, Consu
     prev_s = s;
     prev_info = info;
     ++pp.ex.count;
+    if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
     if (info & kLastPass) ++pp.pk.count;
     return (info & kUnitLast) != 0;
   };
@@ -203,6 +208,7 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
     warp_arrive(sm.exp_empty(e));
     if (this_info & kLastPass) warp_arrive(sm.packed_empty(this_s));
     pp = nx;
+    if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
     return done;
   };
   while (true) {

@@ -92,6 +92,9 @@ __global__ void __launch_bounds__(384, 1)
     rw.r1 = rw.r0 + 8;
     rw.tig = lane & 3;
     ConsumerPipe<T> pp;
+    pp.progress = p.progress;
+    pp.progress_slot = 2 + (tid - 128) / 128;
+    pp.leader = wl == 0;
     for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
       const WorkUnit w = sched.unit(u);
       float acc[T::kAccum];

@@ -66,6 +66,10 @@ struct RingPos {
   __device__ __forceinline__ unsigned empty_parity() const { return full_parity() ^ 1u; }
 };
 
+__device__ __forceinline__ void publish_progress(unsigned* progress, int slot, unsigned value) {
+  if (progress != nullptr) *reinterpret_cast<volatile unsigned*>(progress + 4 * blockIdx.x + slot) = value;
+}
+
 // One arrive per warp, after every lane's prior shared-memory accesses.
 __device__ __forceinline__ void warp_arrive(unsigned long long* bar) {
   __syncwarp();

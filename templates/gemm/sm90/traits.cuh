@@ -70,9 +70,14 @@ struct GemmTraits {
   static_assert(kExpStages >= 2 && kPackedStages <= 12, "stages out of range");
   static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "TMA multicast clusters: not implemented");
   static_assert(Cfg::kRasterGroup >= 1, "raster group");
+  // The CTA starts with kLaunchRegs per thread (65536 / 384, rounded down to 8); setmaxnreg.inc
+  // waits until the registers released by setmaxnreg.dec cover it, so the split must fit in what
+  // the CTA holds at launch, not in the whole register file (otherwise the consumers never start).
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // 168
   static_assert(Cfg::kTransformRegs % 8 == 0 && Cfg::kConsumerRegs % 8 == 0 &&
-                    128 * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <= 65536,
-                "register split exceeds the register file");
+                    Cfg::kTransformRegs <= kLaunchRegs && Cfg::kConsumerRegs >= kLaunchRegs &&
+                    128 * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <= kThreads * kLaunchRegs,
+                "register split exceeds the registers the CTA is launched with");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages or a smaller tile");
 
   using MmaFp8 = WgmmaRS_e4m3<BLOCK_N>;

@@ -223,7 +223,9 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
         ++issued;
         issue.advance();
       }
+      publish_progress(p.progress, 1, static_cast<unsigned>(issued));
     }
+    __syncwarp();
 
     const int s = pk.slot();
     const unsigned pb = sm.packed_b(s);
@@ -309,6 +311,7 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
     }
     warp_arrive(sm.packed_empty(s));
     ++pk.count;
+    if (tid == 0) publish_progress(p.progress, 0, static_cast<unsigned>(pk.count));
     it = next;
     cur = nxt;
   }
