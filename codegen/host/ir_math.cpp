@@ -52,6 +52,44 @@ Value* sr_bits(Emitter& e, Value* seed_lo, Value* seed_hi, Value* index, int nbi
   return b.CreateAnd(out, e.c32(j, (1u << nbits) - 1u));
 }
 
+Value* sr_bits_chunk(Emitter& e, Value* seed_lo, Value* seed_hi, Value* base, int lanes,
+                     int nbits) {
+  auto& b = e.b;
+  const int per_call = 128 / nbits;
+  const int log_per_call = per_call == 16 ? 4 : 3;
+  const int calls =
+      lanes / per_call + (lanes % per_call == 0 ? 1 : 2);  // blocks the chunk can touch
+  // Philox for blocks base / per_call + 0 .. calls - 1, one per lane of a short vector
+  Value* blocks = e.iota(b.CreateLShr(base, e.ci64(log_per_call)), calls);
+  Value* zero = llvm::ConstantInt::get(e.i32(calls), 0);
+  const std::array<Value*, 4> r = philox4x32_10(
+      e,
+      {b.CreateTrunc(blocks, e.i32(calls)),
+       b.CreateTrunc(b.CreateLShr(blocks, e.c64(blocks, 32)), e.i32(calls)), zero, zero},
+      seed_lo, seed_hi);
+  // lane j is element t = base % per_call + j of that run: block t / per_call, bits (t % per_call)
+  // * nbits
+  Value* first = b.CreateTrunc(b.CreateAnd(base, e.ci64(per_call - 1)), e.i32());
+  std::vector<std::uint32_t> steps;
+  for (int j = 0; j < lanes; ++j) steps.push_back(static_cast<std::uint32_t>(j));
+  Value* t = b.CreateAdd(e.splat(first, lanes), llvm::ConstantDataVector::get(e.ctx, steps));
+  Value* bit = b.CreateMul(b.CreateAnd(t, e.c32(t, static_cast<std::uint32_t>(per_call - 1))),
+                           e.c32(t, static_cast<std::uint32_t>(nbits)));
+  Value* q = b.CreateOr(
+      b.CreateShl(b.CreateLShr(t, e.c32(t, static_cast<std::uint32_t>(log_per_call))), e.c32(t, 2)),
+      b.CreateLShr(bit, e.c32(t, 5)));
+  Value* w = e.c32(t, 0);
+  for (int k = 0; k < calls; ++k)
+    for (int word = 0; word < 4; ++word) {
+      Value* cand = e.splat(
+          b.CreateExtractElement(r[static_cast<std::size_t>(word)], static_cast<std::uint64_t>(k)),
+          lanes);
+      w = b.CreateSelect(b.CreateICmpEQ(q, e.c32(t, static_cast<std::uint32_t>(4 * k + word))),
+                         cand, w);
+    }
+  return b.CreateAnd(b.CreateLShr(w, b.CreateAnd(bit, e.c32(t, 31))), e.c32(t, (1u << nbits) - 1u));
+}
+
 void hadamard(Emitter& e, std::vector<Value*>& parts, int n, const nx::SignMask& signs) {
   auto& b = e.b;
   const int w = n / static_cast<int>(parts.size());

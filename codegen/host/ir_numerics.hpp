@@ -59,6 +59,9 @@ Value* e8m0_from_exponent(Emitter& e, Value* exponent);
 std::array<Value*, 4> philox4x32_10(Emitter& e, std::array<Value*, 4> ctr, Value* key0,
                                     Value* key1);
 Value* sr_bits(Emitter& e, Value* seed_lo, Value* seed_hi, Value* index, int bits);
+// The same bits for `lanes` consecutive elements base .. base + lanes - 1 (i64 scalar base): one
+// Philox call per 128 bits the run touches instead of one per lane.
+Value* sr_bits_chunk(Emitter& e, Value* seed_lo, Value* seed_hi, Value* base, int lanes, int bits);
 
 // Hadamard transform (hadamard.cuh) of one chunk of n values held as parts of equal width
 // (n / parts.size() lanes each, in order), in place.

@@ -58,49 +58,81 @@ void produce_rows(Emitter& e, const SourceSpec& s, Value* src, Value* stride, Va
       0, "rr");
 }
 
+// In-register transpose of n vectors of n lanes (n a power of two): stage b swaps bit b of the
+// row index with bit b of the lane index, so after every stage rows[i][j] = old rows[j][i].
+void transpose_square(Emitter& e, std::vector<Value*>& rows) {
+  const int n = static_cast<int>(rows.size());
+  for (int b = 1; b < n; b <<= 1) {
+    std::vector<int> lo(static_cast<std::size_t>(n)), hi(static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j) {
+      lo[static_cast<std::size_t>(j)] = (j & b) == 0 ? j : n + (j ^ b);
+      hi[static_cast<std::size_t>(j)] = (j & b) == 0 ? (j ^ b) : n + j;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (i & b) continue;
+      Value* a = rows[static_cast<std::size_t>(i)];
+      Value* c = rows[static_cast<std::size_t>(i + b)];
+      rows[static_cast<std::size_t>(i)] = e.b.CreateShuffleVector(a, c, lo);
+      rows[static_cast<std::size_t>(i + b)] = e.b.CreateShuffleVector(a, c, hi);
+    }
+  }
+}
+
+// One operand column c (source row c) of nb rows, element by element.
+void produce_column(Emitter& e, DType dtype, llvm::Type* elem, Value* src, Value* stride,
+                    Value* scratch, Value* cols, Value* r0, Value* nb, Value* c) {
+  e.loop(
+      e.ci64(0), nb, 1,
+      [&](Value* i) {
+        Value* at = e.b.CreateAdd(e.b.CreateMul(c, stride), e.b.CreateAdd(r0, i));
+        e.store(load_as_float(e, dtype, e.gep(elem, src, at), 0),
+                e.gep(e.f32(), scratch, e.b.CreateAdd(e.b.CreateMul(i, cols), c)));
+      },
+      0, "ti");
+}
+
 // Transposed: operand rows r0 .. r0 + nb are source columns; source row c holds operand column c.
+// Full bands of a power-of-two height tb (4..32) go tile by tile: tb source rows of tb elements,
+// transposed in registers, stored as tb operand-row vectors. Other columns go one at a time.
 void produce_transposed(Emitter& e, const SourceSpec& s, Value* src, Value* stride, Value* scratch,
                         Value* cols, Value* r0, Value* nb) {
   llvm::Type* elem = dtype_elem(e, s.dtype);
   const int tb = s.band_rows;
-  Value* full = e.b.CreateICmpEQ(nb, e.ci64(tb));
-  llvm::Function* fn = e.b.GetInsertBlock()->getParent();
-  auto* full_bb = llvm::BasicBlock::Create(e.ctx, "band.full", fn);
-  auto* part_bb = llvm::BasicBlock::Create(e.ctx, "band.part", fn);
-  auto* done = llvm::BasicBlock::Create(e.ctx, "band.done", fn);
-  e.b.CreateCondBr(full, full_bb, part_bb);
-  e.b.SetInsertPoint(full_bb);
+  const bool tiles = tb >= 4 && tb <= 32 && (tb & (tb - 1)) == 0;
+  Value* start = e.ci64(0);
+  if (tiles) {
+    llvm::Function* fn = e.b.GetInsertBlock()->getParent();
+    llvm::BasicBlock* before = e.b.GetInsertBlock();
+    auto* tile_bb = llvm::BasicBlock::Create(e.ctx, "band.tiles", fn);
+    auto* rest_bb = llvm::BasicBlock::Create(e.ctx, "band.rest", fn);
+    e.b.CreateCondBr(e.b.CreateICmpEQ(nb, e.ci64(tb)), tile_bb, rest_bb);
+    e.b.SetInsertPoint(tile_bb);
+    Value* end = e.loop(
+        e.ci64(0), cols, tb,
+        [&](Value* c) {
+          std::vector<Value*> rows;
+          for (int j = 0; j < tb; ++j) {
+            Value* at = e.b.CreateAdd(e.b.CreateMul(e.b.CreateAdd(c, e.ci64(j)), stride), r0);
+            rows.push_back(load_as_float(e, s.dtype, e.gep(elem, src, at), tb));
+          }
+          transpose_square(e, rows);
+          for (int i = 0; i < tb; ++i)
+            e.store(rows[static_cast<std::size_t>(i)],
+                    e.gep(e.f32(), scratch, e.b.CreateAdd(e.b.CreateMul(e.ci64(i), cols), c)));
+        },
+        0, "tile");
+    llvm::BasicBlock* tiled = e.b.GetInsertBlock();
+    e.b.CreateBr(rest_bb);
+    e.b.SetInsertPoint(rest_bb);
+    llvm::PHINode* phi = e.b.CreatePHI(e.i64(), 2, "rest");
+    phi->addIncoming(e.ci64(0), before);
+    phi->addIncoming(end, tiled);
+    start = phi;
+  }
   e.loop(
-      e.ci64(0), cols, 1,
-      [&](Value* c) {
-        Value* v =
-            load_as_float(e, s.dtype, e.gep(elem, src, e.b.CreateAdd(e.b.CreateMul(c, stride), r0)),
-                          tb == 1 ? 0 : tb);
-        for (int i = 0; i < tb; ++i) {
-          Value* x = tb == 1 ? v : e.b.CreateExtractElement(v, static_cast<std::uint64_t>(i));
-          e.store(x, e.gep(e.f32(), scratch, e.b.CreateAdd(e.b.CreateMul(e.ci64(i), cols), c)));
-        }
-      },
-      0, "tc");
-  e.b.CreateBr(done);
-  e.b.SetInsertPoint(part_bb);
-  e.loop(
-      e.ci64(0), cols, 1,
-      [&](Value* c) {
-        e.loop(
-            e.ci64(0), nb, 1,
-            [&](Value* i) {
-              Value* x = load_as_float(
-                  e, s.dtype,
-                  e.gep(elem, src, e.b.CreateAdd(e.b.CreateMul(c, stride), e.b.CreateAdd(r0, i))),
-                  0);
-              e.store(x, e.gep(e.f32(), scratch, e.b.CreateAdd(e.b.CreateMul(i, cols), c)));
-            },
-            0, "ti");
-      },
-      0, "tc");
-  e.b.CreateBr(done);
-  e.b.SetInsertPoint(done);
+      start, cols, 1,
+      [&](Value* c) { produce_column(e, s.dtype, elem, src, stride, scratch, cols, r0, nb, c); }, 0,
+      "tc");
 }
 
 void hadamard_rows(Emitter& e, const SourceSpec& s, Value* scratch, Value* cols, Value* nb) {

@@ -269,7 +269,10 @@ void QuantizeEmitter::encode(const std::string& name) {
       Value* scaled = divide ? b.CreateFDiv(v, factor) : b.CreateFMul(v, factor);
       Value* rbits = nullptr;
       if (s.round == Round::stochastic)
-        rbits = ir::sr_bits(e_, seed_lo, seed_hi, e_.iota(b.CreateAdd(base, c), lanes), s.sr_bits);
+        rbits = lanes >= 4 ? ir::sr_bits_chunk(e_, seed_lo, seed_hi, b.CreateAdd(base, c), lanes,
+                                               s.sr_bits)
+                           : ir::sr_bits(e_, seed_lo, seed_hi, e_.iota(b.CreateAdd(base, c), lanes),
+                                         s.sr_bits);
       Value* code = encode_lanes(scaled, rbits);
       code = b.CreateSelect(b.CreateFCmpUNO(factor, factor), e_.c32(code, 0), code);
       store_codes(codes, r, c, row_bytes, code);

@@ -89,6 +89,7 @@ void HostBackend::dequantize(const Recipe& recipe, Role role, const QuantizedVie
 }
 
 void HostBackend::dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void*) {
+  std::lock_guard lock(mutex_);
   const QuantLayout l = quant_layout(recipe, Role::w, w.rows, w.cols);
   QuantizeKernelSpec spec;
   spec.op = recipe[Role::w];

@@ -4,6 +4,7 @@
 //   FP4JIT_HOST_CONFIG="vw=8,threads=4,..."  overrides the default config (see HostConfig)
 #pragma once
 #include <memory>
+#include <mutex>
 
 #include "codegen/host/host_config.hpp"
 #include "runtime/backend.hpp"
@@ -68,6 +69,7 @@ class HostBackend final : public Backend {
   std::vector<void*> quantize_kernel(const Recipe& recipe, Role role, DType input);
 
   HostConfig config_;
+  std::recursive_mutex mutex_;  // one call at a time uses the pool (quantize re-enters for requant)
   std::unique_ptr<KernelRegistry> kernels_;
   std::unique_ptr<ThreadPool> pool_;
 };

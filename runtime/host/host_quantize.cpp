@@ -51,11 +51,11 @@ struct OwnedQuantized {
   std::int64_t residual_count = 0;
   QuantizedView view;
 
-  explicit OwnedQuantized(const QuantLayout& l)
+  OwnedQuantized(const QuantLayout& l, bool occ)
       : codes(static_cast<std::size_t>(l.code_bytes())),
         scales(static_cast<std::size_t>(l.scale_count())),
-        residual_index(static_cast<std::size_t>(l.rows * l.cols)),
-        residual_value(static_cast<std::size_t>(l.rows * l.cols)) {
+        residual_index(occ ? static_cast<std::size_t>(l.rows * l.cols) : 0),
+        residual_value(occ ? static_cast<std::size_t>(l.rows * l.cols) : 0) {
     view.codes = codes.data();
     view.scales = scales.data();
     view.tensor_scale = &tensor_scale;
@@ -63,7 +63,7 @@ struct OwnedQuantized {
     view.residual_index = residual_index.data();
     view.residual_value = residual_value.data();
     view.residual_count = &residual_count;
-    view.residual_capacity = l.rows * l.cols;
+    view.residual_capacity = static_cast<std::int64_t>(residual_index.size());
   }
 };
 
@@ -90,7 +90,7 @@ std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
          "host backend: operand {} re-quantizes operand {}, which has a Hadamard transform",
          name(role), name(forward));
   const QuantLayout fl = quant_layout(recipe, forward, in.rows, in.cols);
-  OwnedQuantized fq(fl);
+  OwnedQuantized fq(fl, recipe[forward].occ);
   quantize(recipe, forward, in, fq.view, args, nullptr);
   std::vector<float> source(static_cast<std::size_t>(in.rows * in.cols));
   const TensorView out{source.data(), DType::f32, in.rows, in.cols, 0};
