@@ -59,6 +59,7 @@ std::vector<void*> HostBackend::quantize_kernel(const Recipe& recipe, Role role,
 void HostBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
                              std::int64_t source_rows, std::int64_t source_cols,
                              const TensorView& out, void*) {
+  std::lock_guard lock(mutex_);
   const QuantLayout l = quant_layout(recipe, role, source_rows, source_cols);
   DequantizeKernelSpec spec;
   spec.op = recipe[role];

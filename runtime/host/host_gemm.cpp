@@ -42,6 +42,7 @@ void check(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b) {
 
 void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
                        std::int64_t ldc, const GemmResidual* residual) {
+  std::lock_guard lock(mutex_);
   check(recipe, a, b);
   GemmKernelSpec spec;
   spec.a = recipe[a.role];

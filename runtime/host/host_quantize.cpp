@@ -100,6 +100,7 @@ std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
 
 void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
                            const QuantizedView& out, const QuantizeArgs& args, void*) {
+  std::lock_guard lock(mutex_);
   const OperandSpec& s = recipe[role];
   std::vector<float> staged;
   if (s.src == Source::requant) staged = requant_source(recipe, role, in, args);
