@@ -62,6 +62,19 @@ for s in $STAGES; do
         timeout -s KILL ${BENCH_T:-60} $H bench --recipes $r --shapes "$BENCH_SHAPES" --json /tmp/bench_$r.json ${BENCH_ARGS:-} 2>&1 | grep -v "^device" | tee -a "$LOG"
       done
       cat /tmp/bench_*.json > "$OUT/bench.json" 2>/dev/null ;;
+    ncu)
+      stage ncu
+      for r in ${NCU_RECIPES:-msfp4 nvfp4}; do
+        timeout -s KILL ${NCU_T:-90} ncu --clock-control none -k regex:gemm_kernel -c 1 \
+          --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+          --section WarpStateStats --section SchedulerStats --section SourceCounters --section LaunchStats \
+          -o /tmp/prof_$r $H bench --recipes $r --shapes ${NCU_SHAPE:-8192x4096x4096} --iters 3 > /tmp/ncu_run_$r.log 2>&1
+        tail -3 /tmp/ncu_run_$r.log | tee -a "$LOG"
+        ncu -i /tmp/prof_$r.ncu-rep --page details > /tmp/prof_$r.txt 2>&1
+        ncu -i /tmp/prof_$r.ncu-rep --page source --csv --print-source sass > /tmp/prof_${r}_sass.csv 2>&1
+        grep -E "Duration|Throughput|Pipe|Issue|Stall|Eligible|Active Warps|Bank" /tmp/prof_$r.txt | head -40 | tee -a "$LOG"
+      done
+      (cd /tmp && tar czf "$OUT/prof.tgz" prof_*.txt prof_*_sass.csv ncu_run_*.log 2>/dev/null) ;;
     peers)
       stage peers
       (cd .carry/gemm && timeout -s KILL ${PEER_T:-200} python3 peers.py --shapes "$PEER_SHAPES" --quant 8192x8192 --out "$OUT/peers.json" > /tmp/peers.log 2>&1; tail -5 /tmp/peers.log) | tee -a "$LOG" ;;

@@ -43,6 +43,9 @@ struct CfgMsN256 : GemmConfigBase {
   static constexpr int kPackedStages = 5, kExpandedStages = 2;
 };
 struct CfgMsN256F32 : CfgMsN256 { static constexpr OutType kOut = OutType::f32; };
+struct CfgMsN256E3 : CfgMsN256 { static constexpr int kPackedStages = 5, kExpandedStages = 3; };
+template <int kA>
+struct CfgMsN256E3Ab : CfgMsN256E3 { static constexpr int kAblate = kA; };
 struct CfgMsN128 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::ms;
   static constexpr int BLOCK_N = 128;
@@ -58,6 +61,8 @@ struct CfgMxN128 : GemmConfigBase {
   static constexpr int kPackedStages = 7, kExpandedStages = 4;
 };
 struct CfgMxN128F32 : CfgMxN128 { static constexpr OutType kOut = OutType::f32; };
+template <int kA>
+struct CfgMxN128Ab : CfgMxN128 { static constexpr int kAblate = kA; };
 struct CfgNv4N256 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::nv;
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
@@ -66,6 +71,8 @@ struct CfgNv4N256 : GemmConfigBase {
   static constexpr int kPackedStages = 6, kExpandedStages = 3;
 };
 struct CfgNv4N256F32 : CfgNv4N256 { static constexpr OutType kOut = OutType::f32; };
+template <int kA>
+struct CfgNv4N256Ab : CfgNv4N256 { static constexpr int kAblate = kA; };
 struct CfgNv4N128 : CfgNv4N256 {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 8, kExpandedStages = 5;
@@ -79,6 +86,20 @@ struct CfgNv5N128 : CfgNv5N256 {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 8, kExpandedStages = 5;
 };
+
+// Two transform warpgroups: 512 threads, so ptxas compiles every role with at most 128 registers
+// (launch allocation): only tiles whose accumulators fit, BLOCK_N = 128 without promotion.
+template <class Base>
+struct TwoTransform : Base {
+  static constexpr int kTransformWGs = 2;
+  static constexpr int BLOCK_N = 128;
+  static constexpr int kTransformRegs = 64, kConsumerRegs = 192;
+};
+struct CfgMsT2 : TwoTransform<CfgMsN128> {};
+struct CfgNv4T2 : TwoTransform<CfgNv4N128> {};
+struct CfgNv5T2 : TwoTransform<CfgNv5N128> {};
+struct CfgMsT2F32 : CfgMsT2 { static constexpr OutType kOut = OutType::f32; };
+struct CfgNv4T2F32 : CfgNv4T2 { static constexpr OutType kOut = OutType::f32; };
 
 struct KernelEntry {
   const char* name;
@@ -113,7 +134,16 @@ std::vector<KernelEntry> all_kernels() {
           entry<CfgMxN128>("mx_n128"),         entry<CfgMxN128F32>("mx_n128_f32"),
           entry<CfgNv4N256>("nv4_n256"),       entry<CfgNv4N256F32>("nv4_n256_f32"),
           entry<CfgNv4N128>("nv4_n128"),       entry<CfgNv5N256>("nv5_n256"),
-          entry<CfgNv5N256F32>("nv5_n256_f32"), entry<CfgNv5N128>("nv5_n128")};
+          entry<CfgNv5N256F32>("nv5_n256_f32"), entry<CfgNv5N128>("nv5_n128"),
+          // measurement variants (pipeline depth, ablations: results are wrong on purpose)
+          entry<CfgMsN256E3>("ms_n256_e3"),   entry<CfgMsN256E3Ab<1>>("ms_e3_noB"),
+          entry<CfgMsN256E3Ab<2>>("ms_e3_noA"), entry<CfgMsN256E3Ab<3>>("ms_e3_noAB"),
+          entry<CfgMsN256E3Ab<7>>("ms_e3_nomma"), entry<CfgMxN128Ab<1>>("mx_noB"),
+          entry<CfgMxN128Ab<3>>("mx_noAB"),   entry<CfgNv4N256Ab<1>>("nv4_noB"),
+          entry<CfgNv4N256Ab<3>>("nv4_noAB"), entry<CfgNv4N256Ab<7>>("nv4_nomma"),
+          // two transform warpgroups
+          entry<CfgMsT2>("ms_t2"), entry<CfgNv4T2>("nv4_t2"), entry<CfgNv5T2>("nv5_t2"),
+          entry<CfgMsT2F32>("ms_t2_f32"), entry<CfgNv4T2F32>("nv4_t2_f32")};
 }
 
 // ---- TMA descriptors --------------------------------------------------------------------------
@@ -640,6 +670,8 @@ int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& sha
   return failures;
 }
 
+std::vector<std::string> g_kernel_names;  // bench --kernels: time these kernels (splits 1) instead of the heuristic's
+
 int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shapes, JsonOut& js, int iters, bool variants) {
   const auto ks = all_kernels();
   Outputs o;
@@ -660,10 +692,22 @@ int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shap
           if (bn != ch.block_n) cands.push_back({bn, 1});
         if (ch.splits == 1 && s.M * static_cast<long long>(s.N) <= 1024LL * 4096) cands.push_back({ch.block_n, 2});
       }
-      for (auto [bn, splits] : cands) {
-        const KernelEntry* k = find_kernel(ks, info.kind, info.code, info.b_block_rows, OutType::bf16, bn,
-                                            info.kind == ScaleKind::mx ? 1 : 0);
-        if (!k) continue;
+      std::vector<std::pair<const KernelEntry*, int>> runs;
+      if (!g_kernel_names.empty()) {
+        for (const auto& name : g_kernel_names)
+          for (const auto& k : ks)
+            if (name == k.name && k.kind == info.kind &&
+                (k.kind != ScaleKind::nv || (k.code == info.code && k.b_block_rows == info.b_block_rows)))
+              runs.push_back({&k, 1});
+      } else {
+        for (auto [bn, splits] : cands) {
+          const KernelEntry* k = find_kernel(ks, info.kind, info.code, info.b_block_rows, OutType::bf16, bn,
+                                              info.kind == ScaleKind::mx ? 1 : 0);
+          if (k) runs.push_back({k, splits});
+        }
+      }
+      for (auto [k, splits] : runs) {
+        const int bn = k->block_n;
         const CheckResult c = run_check(sets[0], *k, splits, 1.0f, 0.0f, false, o, smp);
         const double ms = time_kernel(sets, *k, splits, o, iters);
         const double tf = 2.0 * s.M * static_cast<double>(s.N) * s.K / (ms * 1e-3) / 1e12;
@@ -745,6 +789,16 @@ int main(int argc, char** argv) {
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--rows" && i + 1 < argc) rand_rows = std::atoi(argv[++i]);
     else if (a == "--variants") variants = true;
+    else if (a == "--kernels" && i + 1 < argc) {
+      std::string v = argv[++i];
+      size_t pos = 0;
+      while (pos < v.size()) {
+        size_t end = v.find(',', pos);
+        if (end == std::string::npos) end = v.size();
+        g_kernel_names.push_back(v.substr(pos, end - pos));
+        pos = end + 1;
+      }
+    }
   }
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -760,6 +814,7 @@ int main(int argc, char** argv) {
   } else if (mode == "dump") {
     rc = run_dump(parse_recipes(recipes_s), json.empty() ? "." : json);
   } else if (mode == "bench") {
+    g_use_progress = false;  // host-mapped progress stores would perturb the timed (and profiled) runs
     if (shapes_s.empty()) shapes_s = "8192x4096x4096";
     rc = run_bench(parse_recipes(recipes_s), parse_shapes(shapes_s), js, iters, variants);
   }

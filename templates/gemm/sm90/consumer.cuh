@@ -27,7 +27,10 @@ template <class T>
 __device__ __forceinline__ void expand_a(const SmemView<T>& sm, int s, int e, const ConsumerRows& rw,
                                          unsigned (&fr)[16]) {
   const unsigned pa = sm.packed_a(s);
-  if constexpr (T::kKind == ScaleKind::ms) {
+  if constexpr ((T::kAblate & 2) != 0) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) fr[i] = 0x38383838u;
+  } else if constexpr (T::kKind == ScaleKind::ms) {
 #pragma unroll
     for (int st = 0; st < 4; ++st) {
       const unsigned w0 = lds32(pa + rw.r0 * 64 + 16 * (st ^ ((rw.r0 >> 1) & 3)) + 4 * rw.tig);
@@ -87,7 +90,7 @@ __device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned 
   __syncwarp();
   wgmma_fence();
 #pragma unroll
-  for (int st = 0; st < 4; ++st) {
+  for (int st = 0; st < ((T::kAblate & 4) ? 0 : 4); ++st) {
     const unsigned long long desc = smem_desc_sw128(exp + 32 * st);
     const int scale_d = (st > 0 || accumulate) ? 1 : 0;
     if constexpr (T::kFp8) {

@@ -101,7 +101,7 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
                                               float (&acc)[GemmTraits<Cfg>::kAccum]) {
   using T = GemmTraits<Cfg>;
   if (p.splits == 1) return true;
-  const int ctid = threadIdx.x - 128;
+  const int ctid = threadIdx.x - T::kTransformThreads;
   constexpr int kVec = T::kAccum / 4;
   const long long tile_base = static_cast<long long>(w.tile) * p.splits;
   float4* ws = reinterpret_cast<float4*>(p.workspace);
@@ -110,7 +110,7 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
     ws[((tile_base + w.split) * kVec + q) * T::kConsumers + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   named_barrier_sync(2, T::kConsumers);
-  unsigned* flag = sm.scratch() + 32;
+  unsigned* flag = sm.scratch() + T::kSplitFlagWord;
   if (ctid == 0) {
     __threadfence();
     const int old = atomicAdd(p.counters + w.tile, 1);

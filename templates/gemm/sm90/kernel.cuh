@@ -45,7 +45,7 @@ __device__ __forceinline__ unsigned short nv_decode_bits(ScaleCode code_kind, un
 }
 
 template <class Cfg>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
 
-  if (tid < 128) {
+  if (tid < T::kTransformThreads) {
     setmaxnreg_dec<Cfg::kTransformRegs>();
     transform_role<Cfg>(sm, &tma_a, &tma_b, p);
   } else {
@@ -86,14 +86,15 @@ __global__ void __launch_bounds__(384, 1)
     using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
     const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
     const Sched sched(p.M, p.N, k_tiles, p.splits);
-    const int wl = (tid - 128) & 127, lane = tid & 31;
+    const int ctid = tid - T::kTransformThreads;  // 0..255
+    const int wl = ctid & 127, lane = tid & 31;
     ConsumerRows rw;
-    rw.r0 = ((tid - 128) / 128) * 64 + (wl / 32) * 16 + lane / 4;
+    rw.r0 = (ctid / 128) * 64 + (wl / 32) * 16 + lane / 4;
     rw.r1 = rw.r0 + 8;
     rw.tig = lane & 3;
     ConsumerPipe<T> pp;
     pp.progress = p.progress;
-    pp.progress_slot = 2 + (tid - 128) / 128;
+    pp.progress_slot = 2 + ctid / 128;
     pp.leader = wl == 0;
     for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
       const WorkUnit w = sched.unit(u);

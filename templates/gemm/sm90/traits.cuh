@@ -19,6 +19,7 @@ struct GemmTraits {
   static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
   static constexpr bool kPromote = kKind == ScaleKind::mx || (kKind == ScaleKind::ms && Cfg::kPromoteTiles > 0);
   static constexpr int kPromoteTiles = kKind == ScaleKind::mx ? 1 : Cfg::kPromoteTiles;
+  static constexpr int kAblate = Cfg::kAblate;
 
   static constexpr int BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N;
   static constexpr int BLOCK_K = kFp8 ? 128 : 64;  // elements per K tile
@@ -29,7 +30,9 @@ struct GemmTraits {
   static constexpr int kAccum = BLOCK_N / 2;                    // FP32 accumulators per thread
 
   static constexpr int kPackedStages = Cfg::kPackedStages, kExpStages = Cfg::kExpandedStages;
-  static constexpr int kThreads = 384;  // transform warpgroup + 2 consumer warpgroups
+  static constexpr int kTransformWGs = Cfg::kTransformWGs;
+  static constexpr int kTransformThreads = 128 * kTransformWGs;
+  static constexpr int kThreads = kTransformThreads + 256;  // transform warpgroup(s) + 2 consumer warpgroups
   static constexpr int kConsumers = 256;
 
   // Shared memory, from a 1024-aligned base.
@@ -48,13 +51,14 @@ struct GemmTraits {
   static constexpr int kBarrierOffset = kTableOffset + kTableBytes;
   static constexpr int kNumBarriers = 2 * kPackedStages + 2 * kExpStages;
   static constexpr int kScratchOffset = kBarrierOffset + kNumBarriers * 8;
-  static constexpr int kScratchBytes = 2 * 4 * 4 * 4 + 16;  // transform reductions + split-K flag
+  static constexpr int kScratchBytes = 2 * 8 * 4 * 4 + 16;  // transform reductions (2 parities x 8 warps) + split-K flag
+  static constexpr int kSplitFlagWord = 2 * 8 * 4;
   static constexpr int kSmemBytes = kScratchOffset + kScratchBytes + 1024;  // + alignment slack
   static constexpr unsigned kTmaBytes = static_cast<unsigned>((BLOCK_M + BLOCK_N) * kPackedRow);
 
   // Barrier arrival counts: one arrive per warp.
-  static constexpr unsigned kPackedEmptyArrivals = 4 + 8;
-  static constexpr unsigned kExpFullArrivals = 4;
+  static constexpr unsigned kPackedEmptyArrivals = 4 * kTransformWGs + 8;
+  static constexpr unsigned kExpFullArrivals = 4 * kTransformWGs;
   static constexpr unsigned kExpEmptyArrivals = 8;
 
   static_assert(BLOCK_M == 128, "BLOCK_M is two consumer warpgroups of 64 rows");
@@ -70,6 +74,7 @@ struct GemmTraits {
   static_assert(kExpStages >= 2 && kPackedStages <= 12, "stages out of range");
   static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "TMA multicast clusters: not implemented");
   static_assert(Cfg::kRasterGroup >= 1, "raster group");
+  static_assert(kTransformWGs == 1 || kTransformWGs == 2, "one or two transform warpgroups");
   // The CTA starts with kLaunchRegs per thread (65536 / 384, rounded down to 8); setmaxnreg.inc
   // waits until the registers released by setmaxnreg.dec cover it, so the split must fit in what
   // the CTA holds at launch, not in the whole register file (otherwise the consumers never start).

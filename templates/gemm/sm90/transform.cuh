@@ -73,34 +73,41 @@ __device__ __forceinline__ unsigned lut_index(unsigned code, unsigned ref, int b
 // Scale codes one transform thread needs for one K tile.
 template <class T>
 struct TileScales {
-  static constexpr int kBCodes = T::kKind == ScaleKind::mx ? T::BLOCK_N / 32
-                                 : T::kKind == ScaleKind::nv ? 4 * ((T::BLOCK_N + 127) / 128)
+  static constexpr int kTT = T::kTransformThreads;
+  static constexpr int kBCodes = T::kKind == ScaleKind::mx ? T::BLOCK_N * 4 / kTT
+                                 : T::kKind == ScaleKind::nv ? 4 * ((T::BLOCK_N + kTT - 1) / kTT)
                                                              : 1;
   unsigned a[4];
   unsigned b[kBCodes];
 };
 
+// Thread tid of the transform warpgroup(s) holds A row tid (tid < BLOCK_M) and the B units
+//   mx: (row tid / 4 + (kTT / 4) k, block tid % 4), k < kBCodes;  nv: rows tid + kTT k.
 template <class Cfg, class T>
 __device__ __forceinline__ void load_tile_scales(TileScales<T>& s, const GemmParams& p, const WorkUnit& w, int kt) {
   const int tid = threadIdx.x;
+  constexpr int kTT = T::kTransformThreads;
+  const int arow = tid < T::BLOCK_M ? w.m0 + tid : p.M;  // rows >= M read nothing
   if constexpr (T::kKind == ScaleKind::mx) {
     const int nkb = p.K / 32;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) s.a[b] = load_code(p.a_scale, p.a_scale_ld, w.m0 + tid, p.M, 1, kt * 4 + b, nkb);
+    for (int b = 0; b < 4; ++b) s.a[b] = load_code(p.a_scale, p.a_scale_ld, arow, p.M, 1, kt * 4 + b, nkb);
 #pragma unroll
     for (int k = 0; k < TileScales<T>::kBCodes; ++k)
-      s.b[k] = load_code(p.b_scale, p.b_scale_ld, w.n0 + tid / 4 + 32 * k, p.N, 1, kt * 4 + (tid & 3), nkb);
+      s.b[k] = load_code(p.b_scale, p.b_scale_ld, w.n0 + tid / 4 + (kTT / 4) * k, p.N, 1, kt * 4 + (tid & 3), nkb);
   } else if constexpr (T::kKind == ScaleKind::nv) {
     const int nkb = p.K / 16;
 #pragma unroll
     for (int b = 0; b < 4; ++b)
-      s.a[b] = load_code(p.a_scale, p.a_scale_ld, w.m0 + tid, p.M, Cfg::kABlockRows, kt * 4 + b, nkb);
+      s.a[b] = load_code(p.a_scale, p.a_scale_ld, arow, p.M, Cfg::kABlockRows, kt * 4 + b, nkb);
 #pragma unroll
     for (int k = 0; k < TileScales<T>::kBCodes / 4; ++k)
 #pragma unroll
-      for (int b = 0; b < 4; ++b)
-        s.b[4 * k + b] = load_code(p.b_scale, p.b_scale_ld, w.n0 + tid + 128 * k, p.N, Cfg::kBBlockRows,
-                                   kt * 4 + b, nkb);
+      for (int b = 0; b < 4; ++b) {
+        const int n = tid + kTT * k;
+        s.b[4 * k + b] = load_code(p.b_scale, p.b_scale_ld, n < T::BLOCK_N ? w.n0 + n : p.N, p.N,
+                                   Cfg::kBBlockRows, kt * 4 + b, nkb);
+      }
   }
 }
 
@@ -109,7 +116,8 @@ __device__ __forceinline__ void load_tile_scales(TileScales<T>& s, const GemmPar
 // ms: 16 packed bytes (one 32-element step of one row) -> two 16-byte chunks of the swizzled row.
 template <class T>
 __device__ __forceinline__ void expand_b_ms(unsigned packed_b, unsigned exp) {
-  for (int q = threadIdx.x; q < T::BLOCK_N * 4; q += 128) {
+#pragma unroll 2
+  for (int q = threadIdx.x; q < T::BLOCK_N * 4; q += T::kTransformThreads) {
     const int n = q >> 2, st = q & 3;
     unsigned w[4], ev[4], od[4];
     lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
@@ -126,8 +134,8 @@ template <class T>
 __device__ __forceinline__ void expand_b_mx(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s,
                                             unsigned ref, int band) {
 #pragma unroll
-  for (int k = 0; k < T::BLOCK_N / 32; ++k) {
-    const int n = threadIdx.x / 4 + 32 * k, st = threadIdx.x & 3;
+  for (int k = 0; k < TileScales<T>::kBCodes; ++k) {
+    const int n = threadIdx.x / 4 + (T::kTransformThreads / 4) * k, st = threadIdx.x & 3;
     unsigned w[4], lo[4], hi[4], lut_lo, lut_hi;
     lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
     lds64(table + 8 * lut_index(s.b[k], ref, band), lut_lo, lut_hi);
@@ -153,8 +161,8 @@ __device__ __forceinline__ unsigned nv_scale2(unsigned table, unsigned code) {
 template <class T>
 __device__ __forceinline__ void expand_b_nv(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s) {
 #pragma unroll
-  for (int k = 0; k < (T::BLOCK_N + 127) / 128; ++k) {
-    const int n = threadIdx.x + 128 * k;
+  for (int k = 0; k < (T::BLOCK_N + T::kTransformThreads - 1) / T::kTransformThreads; ++k) {
+    const int n = threadIdx.x + T::kTransformThreads * k;
     if (n >= T::BLOCK_N) break;
     unsigned w[8], sc[4];
     lds128(packed_b + n * 32, w[0], w[1], w[2], w[3]);
@@ -248,17 +256,17 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
           tmin = min(tmin, cur.b[k]);
         }
       const unsigned bands_a = row_has ? (rmax - rmin) / 15 + 1 : 1;
-      unsigned* scr = sm.scratch() + (pk.count & 1) * 16;
+      unsigned* scr = sm.scratch() + (pk.count & 1) * 32;
       const unsigned wa = redux_max(bands_a), wmax = redux_max(tmax), wmin = redux_min(tmin);
       if (lane == 0) {
         scr[warp * 4 + 0] = wa;
         scr[warp * 4 + 1] = wmax;
         scr[warp * 4 + 2] = wmin;
       }
-      named_barrier_sync(1, 128);
+      named_barrier_sync(1, T::kTransformThreads);
       unsigned n_a = 1, bmax = 0, bmin = 255;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
+      for (int q = 0; q < T::kTransformThreads / 32; ++q) {
         n_a = max(n_a, scr[q * 4 + 0]);
         bmax = max(bmax, scr[q * 4 + 1]);
         bmin = min(bmin, scr[q * 4 + 2]);
@@ -273,14 +281,16 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
         const int e = ex.slot();
         mbar_wait(sm.exp_empty(e), ex.empty_parity());
         // A row info for row tid: 4 table indices and the row factor.
-        unsigned idx = 0;
+        if (tid < T::BLOCK_M) {
+          unsigned idx = 0;
 #pragma unroll
-        for (int b = 0; b < 4; ++b) idx |= lut_index(cur.a[b], rmax, band_a) << (8 * b);
-        const float fa = row_has ? pow2i(static_cast<int>(rmax) - 133 - 15 * band_a) : 0.0f;
-        const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
-        sts32(hdr, idx);
-        sts32(hdr + 4, __float_as_uint(fa));
-        expand_b_mx<T>(pb, sm.exp(e), sm.table(), cur, bmax, band_b);
+          for (int b = 0; b < 4; ++b) idx |= lut_index(cur.a[b], rmax, band_a) << (8 * b);
+          const float fa = row_has ? pow2i(static_cast<int>(rmax) - 133 - 15 * band_a) : 0.0f;
+          const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
+          sts32(hdr, idx);
+          sts32(hdr + 4, __float_as_uint(fa));
+        }
+        if constexpr ((Cfg::kAblate & 1) == 0) expand_b_mx<T>(pb, sm.exp(e), sm.table(), cur, bmax, band_b);
         if (tid == 0) {
           const bool last = pass + 1 == passes;
           const float fb = b_has ? pow2i(static_cast<int>(bmax) - 133 - 15 * band_b) : 0.0f;
@@ -295,13 +305,16 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
       mbar_wait(sm.packed_full(s), pk.full_parity());
       const int e = ex.slot();
       mbar_wait(sm.exp_empty(e), ex.empty_parity());
-      if constexpr (T::kKind == ScaleKind::ms) {
+      if constexpr ((Cfg::kAblate & 1) != 0) {
+      } else if constexpr (T::kKind == ScaleKind::ms) {
         expand_b_ms<T>(pb, sm.exp(e));
       } else {
         const unsigned table = sm.table();
-        const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
-        sts128(hdr, nv_scale2<T>(table, cur.a[0]), nv_scale2<T>(table, cur.a[1]), nv_scale2<T>(table, cur.a[2]),
-               nv_scale2<T>(table, cur.a[3]));
+        if (tid < T::BLOCK_M) {
+          const unsigned hdr = sm.header(e) + tid * T::kRowInfoBytes;
+          sts128(hdr, nv_scale2<T>(table, cur.a[0]), nv_scale2<T>(table, cur.a[1]),
+                 nv_scale2<T>(table, cur.a[2]), nv_scale2<T>(table, cur.a[3]));
+        }
         expand_b_nv<T>(pb, sm.exp(e), table, cur);
       }
       if (tid == 0) sts32(sm.tile_info(e), kLastPass | (unit_last ? kUnitLast : 0u));
