@@ -89,6 +89,22 @@ struct GemmKernelArgs {
 };
 static_assert(sizeof(GemmKernelArgs) == 17 * 8);
 
+// Arguments of the OCC kernels over source rows: clamp to [lo[r], hi[r]] (the row's quantiles),
+// count the changed elements (count pass), then write the clamped row as float32 and the residual
+// x - clamp(x) at index r * cols + c into slots from offset[r] (apply pass).
+struct OccKernelArgs {
+  const void* src = nullptr;       // 0 source tensor (the kernel's input dtype)
+  std::int64_t src_stride = 0;     // 1
+  std::int64_t cols = 0;           // 2
+  const float* lo = nullptr;       // 3 [rows]
+  const float* hi = nullptr;       // 4 [rows]
+  std::int64_t* offset = nullptr;  // 5 [rows]: count pass writes counts, apply pass reads offsets
+  float* out = nullptr;            // 6 [rows, cols] clamped values
+  std::int64_t* residual_index = nullptr;  // 7
+  float* residual_value = nullptr;         // 8
+};
+static_assert(sizeof(OccKernelArgs) == 9 * 8);
+
 // Entry points: fn(args, begin, end) over rows (stats, encode, dequantize, dge) or blocks (scales).
 using RangeKernel = void (*)(void* args, std::int64_t begin, std::int64_t end);
 

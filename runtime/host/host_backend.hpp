@@ -9,6 +9,7 @@
 #include "codegen/host/host_config.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/host/kernels.hpp"
+#include "runtime/host/occ.hpp"
 #include "runtime/host/thread_pool.hpp"
 
 namespace fp4jit::host {
@@ -64,6 +65,8 @@ class HostBackend final : public Backend {
  private:
   void quantize_operand(const Recipe& recipe, Role role, const TensorView& src,
                         const QuantizedView& out, const QuantizeArgs& args);
+  // OCC of `in`: the clamped source (float32, contiguous) and the residual, source positions.
+  std::vector<float> occ_clamp(const Recipe& recipe, const TensorView& in, OccResidual& residual);
   std::vector<float> requant_source(const Recipe& recipe, Role role, const TensorView& in,
                                     const QuantizeArgs& args);
   std::vector<void*> quantize_kernel(const Recipe& recipe, Role role, DType input);

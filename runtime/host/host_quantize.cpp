@@ -1,7 +1,10 @@
-// HostBackend::quantize: source preparation (double quantization, OCC) in C++, then the generated
-// stats -> scales -> encode kernels.
+// HostBackend::quantize: source preparation (double quantization through the generated quantize
+// and dequantize kernels; OCC: quantiles in C++, clamp and residual by the generated OCC kernels),
+// then the generated stats -> scales -> encode kernels.
 #include <cstring>
+#include <utility>
 
+#include "codegen/host/occ_ir.hpp"
 #include "codegen/host/quantize_ir.hpp"
 #include "numerics/common.cuh"
 #include "numerics/scale.cuh"
@@ -15,30 +18,6 @@ namespace {
 
 std::int64_t stride_of(const TensorView& v) {
   return v.row_stride == 0 ? v.cols : v.row_stride;
-}
-
-// The tensor as contiguous float32 (exact for every input dtype).
-std::vector<float> to_f32(const TensorView& in, ThreadPool& pool) {
-  std::vector<float> out(static_cast<std::size_t>(in.rows * in.cols));
-  const std::int64_t stride = stride_of(in);
-  pool.run(in.rows, [&](std::int64_t r, int) {
-    float* dst = out.data() + r * in.cols;
-    for (std::int64_t c = 0; c < in.cols; ++c) {
-      const std::int64_t i = r * stride + c;
-      switch (in.dtype) {
-        case DType::f32:
-          dst[c] = static_cast<const float*>(in.data)[i];
-          break;
-        case DType::bf16:
-          dst[c] = nx::bf16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
-          break;
-        case DType::f16:
-          dst[c] = nx::f16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
-          break;
-      }
-    }
-  });
-  return out;
 }
 
 // Buffers for a whole quantized operand, owned here.
@@ -98,6 +77,42 @@ std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
   return source;
 }
 
+std::vector<float> HostBackend::occ_clamp(const Recipe& recipe, const TensorView& in,
+                                          OccResidual& residual) {
+  std::vector<float> lo, hi;
+  occ_quantiles(in, recipe.occ_alpha, *pool_, lo, hi);
+  OccKernelSpec spec;
+  spec.input = in.dtype;
+  spec.config = config_;
+  KernelRequest request;
+  request.op = "occ";
+  request.key_text = fmt::format("op=occ;input={};config={}", name(in.dtype), config_.text());
+  request.entries = {"count", "apply"};
+  request.emit = [spec](llvm::Module& m, const std::string& prefix) { emit_occ(m, spec, prefix); };
+  const std::vector<void*> fns = kernels_->get(request);
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(in.rows));
+  std::vector<float> clamped(static_cast<std::size_t>(in.rows * in.cols));
+  OccKernelArgs a;
+  a.src = in.data;
+  a.src_stride = stride_of(in);
+  a.cols = in.cols;
+  a.lo = lo.data();
+  a.hi = hi.data();
+  a.offset = offsets.data();
+  a.out = clamped.data();
+  const auto count = reinterpret_cast<RangeKernel>(fns[0]);
+  const auto apply = reinterpret_cast<RangeKernel>(fns[1]);
+  run_rows(*pool_, in.rows, 1, [&](std::int64_t r0, std::int64_t r1, int) { count(&a, r0, r1); });
+  std::int64_t total = 0;
+  for (std::int64_t& o : offsets) total += std::exchange(o, total);  // counts -> offsets
+  residual.index.resize(static_cast<std::size_t>(total));
+  residual.value.resize(static_cast<std::size_t>(total));
+  a.residual_index = residual.index.data();
+  a.residual_value = residual.value.data();
+  run_rows(*pool_, in.rows, 1, [&](std::int64_t r0, std::int64_t r1, int) { apply(&a, r0, r1); });
+  return clamped;
+}
+
 void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
                            const QuantizedView& out, const QuantizeArgs& args, void*) {
   std::lock_guard lock(mutex_);
@@ -106,8 +121,9 @@ void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
   if (s.src == Source::requant) staged = requant_source(recipe, role, in, args);
   OccResidual residual;
   if (s.occ) {
-    if (staged.empty()) staged = to_f32(in, *pool_);
-    residual = occ_clamp_rows(staged.data(), in.rows, in.cols, recipe.occ_alpha, *pool_);
+    const TensorView occ_in =
+        staged.empty() ? in : TensorView{staged.data(), DType::f32, in.rows, in.cols, 0};
+    staged = occ_clamp(recipe, occ_in, residual);
     if (role_info(role).transposed) residual = transpose_residual(residual, in.rows, in.cols);
   }
   const TensorView src =

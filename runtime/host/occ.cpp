@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "numerics/common.cuh"
+
 namespace fp4jit::host {
 
 namespace {
@@ -39,33 +41,39 @@ Quantiles quantiles(const float* row, std::int64_t n, std::int64_t lo_index, std
 
 }  // namespace
 
-OccResidual occ_clamp_rows(float* m, std::int64_t rows, std::int64_t n, double alpha,
-                           ThreadPool& pool) {
+void occ_quantiles(const TensorView& in, double alpha, ThreadPool& pool, std::vector<float>& lo,
+                   std::vector<float>& hi) {
+  const std::int64_t n = in.cols;
   const auto lo_index = std::min<std::int64_t>(n - 1, static_cast<std::int64_t>((1.0 - alpha) * n));
   const auto hi_index = std::min<std::int64_t>(n - 1, static_cast<std::int64_t>(alpha * n));
-  std::vector<OccResidual> per_row(static_cast<std::size_t>(rows));
-  std::vector<std::vector<float>> work(static_cast<std::size_t>(pool.size()));
-  pool.run(rows, [&](std::int64_t r, int worker) {
-    float* row = m + r * n;
-    const Quantiles q =
-        quantiles(row, n, lo_index, hi_index, work[static_cast<std::size_t>(worker)]);
-    OccResidual& out = per_row[static_cast<std::size_t>(r)];
+  const std::int64_t stride = in.row_stride == 0 ? in.cols : in.row_stride;
+  lo.resize(static_cast<std::size_t>(in.rows));
+  hi.resize(static_cast<std::size_t>(in.rows));
+  std::vector<std::vector<float>> rows(static_cast<std::size_t>(pool.size())), work(rows.size());
+  pool.run(in.rows, [&](std::int64_t r, int worker) {
+    std::vector<float>& row = rows[static_cast<std::size_t>(worker)];
+    row.resize(static_cast<std::size_t>(n));
     for (std::int64_t c = 0; c < n; ++c) {
-      const float x = row[c];
-      const float clamped = x < q.lo ? q.lo : (x > q.hi ? q.hi : x);
-      if (clamped != x) {  // NaN too, as in the reference
-        out.index.push_back(r * n + c);
-        out.value.push_back(x - clamped);
-        row[c] = clamped;
+      const std::int64_t i = r * stride + c;
+      switch (in.dtype) {
+        case DType::f32:
+          row[static_cast<std::size_t>(c)] = static_cast<const float*>(in.data)[i];
+          break;
+        case DType::bf16:
+          row[static_cast<std::size_t>(c)] =
+              nx::bf16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
+          break;
+        case DType::f16:
+          row[static_cast<std::size_t>(c)] =
+              nx::f16_to_float(static_cast<const std::uint16_t*>(in.data)[i]);
+          break;
       }
     }
+    const Quantiles q =
+        quantiles(row.data(), n, lo_index, hi_index, work[static_cast<std::size_t>(worker)]);
+    lo[static_cast<std::size_t>(r)] = q.lo;
+    hi[static_cast<std::size_t>(r)] = q.hi;
   });
-  OccResidual all;
-  for (const OccResidual& r : per_row) {
-    all.index.insert(all.index.end(), r.index.begin(), r.index.end());
-    all.value.insert(all.value.end(), r.value.begin(), r.value.end());
-  }
-  return all;
 }
 
 OccResidual transpose_residual(const OccResidual& r, std::int64_t rows, std::int64_t cols) {

@@ -84,3 +84,31 @@ INSTANTIATE_TEST_SUITE_P(EveryPresetOperandDtype, HostQuantize, testing::ValuesI
 
 }  // namespace
 }  // namespace fp4jit::host::test
+
+namespace fp4jit::host::test {
+namespace {
+
+// OCC rows whose quantile is a zero while the row holds both +0 and -0: the clamped values take
+// the sign of whichever zero the reference's sort leaves at the quantile position.
+TEST(HostOcc, ZeroQuantilesWithSignedZerosMatchTheReference) {
+  for (const char* text : {"msfp4", "msfp4:occ=0.97"}) {
+    const Recipe recipe = parse_recipe(text);
+    std::mt19937 gen(3);
+    Matrix<float> x(40, 256);
+    for (std::int64_t r = 0; r < x.rows; ++r)
+      for (std::int64_t c = 0; c < x.cols; ++c) {
+        const std::uint32_t u = gen() % 100;
+        x(r, c) = u < 1 ? -1.5f : (u < 2 ? 2.0f : ((gen() & 1u) ? -0.0f : 0.0f));
+      }
+    for (Role role : {Role::x, Role::xt}) {
+      const QuantizedTensor ref = reference::quantize(recipe, role, x);
+      HostTensor t = make_tensor(x, DType::f32);
+      Buffers out(ref.layout);
+      backend().quantize(recipe, role, t.view(), out.view(), {}, nullptr);
+      EXPECT_EQ(compare(ref, out), "") << text << " " << name(role);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fp4jit::host::test
