@@ -4,6 +4,8 @@
 //                                  per-block largest |x| bits and the largest finite |x|
 //   <prefix>_scales(args, b0, b1)  blocks b0..b1: the stored scale and the encode factor
 //   <prefix>_encode(args, r0, r1)  operand rows r0..r1: element codes, packed
+//   <prefix>_fused(args, r0, r1)   the three in one pass, band by band, for tile and row blocks
+//                                  without a tensor scale (uses_fused())
 // Stats and encode both rebuild the operand rows from the source (orient, convert, Hadamard) in
 // args.scratch, so the two passes see identical values. The two-level tensor scale is computed
 // between the passes by the runtime (nx::two_level_tensor_scale on the merged amax).
@@ -31,6 +33,8 @@ struct QuantizeKernelSpec {
 
   // Rows per band: config.band_rows rounded up to a multiple of the block height.
   int band_rows() const;
+  // Blocks lie within bands and no tensor-wide statistic is needed: the fused entry applies.
+  bool uses_fused() const;
 };
 
 void emit_quantize(llvm::Module& module, const QuantizeKernelSpec& spec, const std::string& prefix);

@@ -49,7 +49,7 @@ std::vector<void*> HostBackend::quantize_kernel(const Recipe& recipe, Role role,
   request.op = "quantize";
   request.key_text = fmt::format("op=quantize;operand={};role={};input={};mode=rowwise;config={}",
                                  canonical(recipe, role), name(role), name(input), config_.text());
-  request.entries = {"stats", "scales", "encode"};
+  request.entries = {"stats", "scales", "encode", "fused"};
   request.emit = [spec](llvm::Module& m, const std::string& prefix) {
     emit_quantize(m, spec, prefix);
   };

@@ -1,6 +1,7 @@
 // HostBackend::quantize: source preparation (double quantization through the generated quantize
 // and dequantize kernels; OCC: quantiles in C++, clamp and residual by the generated OCC kernels),
 // then the generated stats -> scales -> encode kernels.
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -157,22 +158,34 @@ void HostBackend::quantize_operand(const Recipe& recipe, Role role, const Tensor
   a.offset = args.offset;
 
   StatsBuffers stats(*pool_, s.block, l);
-  std::uint32_t amax_bits = 0;
-  run_stats(*pool_, band, l.rows, l.cols, a, reinterpret_cast<RangeKernel>(fns[0]), stats,
-            amax_bits);
-  a.stats = stats.merged();
-  const float amax = nx::bits_float(amax_bits);
-  if (l.two_level)
-    a.s_enc =
-        nx::two_level_tensor_scale(amax, scale_format_max(s.scale, recipe.ue5m3), elem_max(s.elem));
-  reinterpret_cast<RangeKernel>(fns[1])(&a, 0, l.scale_count());
-
   ScratchBuffers scratch(*pool_, band, l.cols);
-  run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
-    QuantizeKernelArgs mine = a;
-    mine.scratch = scratch.get(worker);
-    reinterpret_cast<RangeKernel>(fns[2])(&mine, r0, r1);
-  });
+  float amax = 0.0f;
+  if (shape.uses_fused()) {  // one pass: stats, scales and codes band by band
+    std::vector<std::uint32_t> amax_bits(static_cast<std::size_t>(pool_->size()), 0u);
+    a.stats = stats.get(0);
+    run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
+      QuantizeKernelArgs mine = a;
+      mine.scratch = scratch.get(worker);
+      mine.amax_bits = &amax_bits[static_cast<std::size_t>(worker)];
+      reinterpret_cast<RangeKernel>(fns[3])(&mine, r0, r1);
+    });
+    amax = nx::bits_float(*std::max_element(amax_bits.begin(), amax_bits.end()));
+  } else {
+    std::uint32_t amax_bits = 0;
+    run_stats(*pool_, band, l.rows, l.cols, a, reinterpret_cast<RangeKernel>(fns[0]), stats,
+              amax_bits);
+    a.stats = stats.merged();
+    amax = nx::bits_float(amax_bits);
+    if (l.two_level)
+      a.s_enc = nx::two_level_tensor_scale(amax, scale_format_max(s.scale, recipe.ue5m3),
+                                           elem_max(s.elem));
+    reinterpret_cast<RangeKernel>(fns[1])(&a, 0, l.scale_count());
+    run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
+      QuantizeKernelArgs mine = a;
+      mine.scratch = scratch.get(worker);
+      reinterpret_cast<RangeKernel>(fns[2])(&mine, r0, r1);
+    });
+  }
   if (out.tensor_scale != nullptr) *out.tensor_scale = a.s_enc;
   if (out.amax != nullptr) *out.amax = amax;
   if (out.residual_count != nullptr) *out.residual_count = 0;
