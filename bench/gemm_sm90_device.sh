@@ -62,6 +62,12 @@ for s in $STAGES; do
         timeout -s KILL ${BENCH_T:-60} $H bench --recipes $r --shapes "$BENCH_SHAPES" --json /tmp/bench_$r.json ${BENCH_ARGS:-} 2>&1 | grep -v "^device" | tee -a "$LOG"
       done
       cat /tmp/bench_*.json > "$OUT/bench.json" 2>/dev/null ;;
+    bench2)
+      stage bench2
+      for r in ${BENCH2_RECIPES:-msfp4 mxfp4 nvfp4 ue5m3}; do
+        timeout -s KILL ${BENCH_T:-60} $H bench --recipes $r --shapes "${BENCH2_SHAPES:-8192x4096x4096}" --json /tmp/bench2_$r.json ${BENCH2_ARGS:-} 2>&1 | grep -v "^device" | tee -a "$LOG"
+      done
+      cat /tmp/bench2_*.json > "$OUT/bench2.json" 2>/dev/null ;;
     ncu)
       stage ncu
       for r in ${NCU_RECIPES:-msfp4 nvfp4}; do

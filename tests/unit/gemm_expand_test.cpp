@@ -102,6 +102,25 @@ void check_16bit() {
 }
 
 TEST(GemmExpand, F16TableDecodesEveryCode) { check_16bit<false>(); }
+
+// The 8-code form equals the 4-code form on each half, for random words.
+template <bool kBF16>
+void check_16bit_x8() {
+  std::mt19937 rng(3);
+  for (int i = 0; i < 200000; ++i) {
+    const u32 w = rng();
+    u32 a0, a1, b0, b1, r0, r1, r2, r3;
+    sm90::e2m1x8_to_16bit<kBF16>(w, r0, r1, r2, r3);
+    sm90::e2m1x4_to_16bit<kBF16>(w & 0xFFFFu, a0, a1);
+    sm90::e2m1x4_to_16bit<kBF16>(w >> 16, b0, b1);
+    ASSERT_EQ(r0, a0);
+    ASSERT_EQ(r1, a1);
+    ASSERT_EQ(r2, b0);
+    ASSERT_EQ(r3, b1);
+  }
+}
+TEST(GemmExpand, F16EightCodesMatchFourCodeForm) { check_16bit_x8<false>(); }
+TEST(GemmExpand, BF16EightCodesMatchFourCodeForm) { check_16bit_x8<true>(); }
 TEST(GemmExpand, BF16TableDecodesEveryCode) { check_16bit<true>(); }
 
 // E2M1 x block scale is exact in the 16-bit type the kernel uses: FP16 for UE4M3 (at most

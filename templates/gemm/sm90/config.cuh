@@ -43,8 +43,10 @@ struct GemmConfigBase {
   static constexpr int kClusterM = 1, kClusterN = 1;  // TMA multicast: not implemented yet
   static constexpr int kPromoteTiles = 0;  // ms: promote the accumulator every N K tiles (0: never)
   static constexpr int kTransformWGs = 1;  // 1 or 2 transform warpgroups (B expansion split by rows)
-  // Registers per thread after setmaxnreg; must fit what the CTA is launched with (traits.cuh).
-  static constexpr int kTransformRegs = 96, kConsumerRegs = 200;  // 1 WG: 128*96 + 256*200 <= 384*168
+  // Registers per thread after setmaxnreg (0: no setmaxnreg, every role keeps the launch
+  // allocation, 168 with one transform warpgroup). ptxas compiles each role's code for its value;
+  // the split must fit the launch allocation (traits.cuh): 128 * 104 + 256 * 200 = 384 * 168.
+  static constexpr int kTransformRegs = 104, kConsumerRegs = 200;
   // Measurement only (wrong results): 1 skips the B expansion, 2 the A expansion, 4 the wgmmas.
   static constexpr int kAblate = 0;
 };

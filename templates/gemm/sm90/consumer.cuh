@@ -24,9 +24,8 @@ struct ConsumerRows {
 
 // Expands one stage's A fragment (16 registers: 4 K steps x a0..a3).
 template <class T>
-__device__ __forceinline__ void expand_a(const SmemView<T>& sm, int s, int e, const ConsumerRows& rw,
-                                         unsigned (&fr)[16]) {
-  const unsigned pa = sm.packed_a(s);
+__device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const ConsumerRows& rw, unsigned (&fr)[16]) {
+  const unsigned pa = sm.exp_a(e);
   if constexpr ((T::kAblate & 2) != 0) {
 #pragma unroll
     for (int i = 0; i < 16; ++i) fr[i] = 0x38383838u;
@@ -58,26 +57,20 @@ __device__ __forceinline__ void expand_a(const SmemView<T>& sm, int s, int e, co
     unsigned u0[2], u1[2];
     lds64(pa + rw.r0 * 32 + 8 * rw.tig, u0[0], u0[1]);
     lds64(pa + rw.r1 * 32 + 8 * rw.tig, u1[0], u1[1]);
+    // Word h of the block holds steps 2h (low half) and 2h + 1 (high half).
 #pragma unroll
-    for (int st = 0; st < 4; ++st) {
-      const unsigned x0 = (u0[st / 2] >> (16 * (st & 1))) & 0xFFFFu;
-      const unsigned x1 = (u1[st / 2] >> (16 * (st & 1))) & 0xFFFFu;
-      unsigned v0, v1, v2, v3;
-      if constexpr (T::kBF16) {
-        e2m1x4_to_16bit<true>(x0, v0, v1);
-        e2m1x4_to_16bit<true>(x1, v2, v3);
-        fr[4 * st + 0] = mul_bf16x2(v0, s0);
-        fr[4 * st + 2] = mul_bf16x2(v1, s0);
-        fr[4 * st + 1] = mul_bf16x2(v2, s1);
-        fr[4 * st + 3] = mul_bf16x2(v3, s1);
-      } else {
-        e2m1x4_to_16bit<false>(x0, v0, v1);
-        e2m1x4_to_16bit<false>(x1, v2, v3);
-        fr[4 * st + 0] = mul_f16x2(v0, s0);
-        fr[4 * st + 2] = mul_f16x2(v1, s0);
-        fr[4 * st + 1] = mul_f16x2(v2, s1);
-        fr[4 * st + 3] = mul_f16x2(v3, s1);
-      }
+    for (int h = 0; h < 2; ++h) {
+      unsigned l0, l1, h0, h1, m0, m1, g0, g1;
+      e2m1x8_to_16bit<T::kBF16>(u0[h], l0, l1, h0, h1);
+      e2m1x8_to_16bit<T::kBF16>(u1[h], m0, m1, g0, g1);
+      fr[4 * (2 * h) + 0] = mul16x2<T::kBF16>(l0, s0);
+      fr[4 * (2 * h) + 2] = mul16x2<T::kBF16>(l1, s0);
+      fr[4 * (2 * h) + 1] = mul16x2<T::kBF16>(m0, s1);
+      fr[4 * (2 * h) + 3] = mul16x2<T::kBF16>(m1, s1);
+      fr[4 * (2 * h + 1) + 0] = mul16x2<T::kBF16>(h0, s0);
+      fr[4 * (2 * h + 1) + 2] = mul16x2<T::kBF16>(h1, s0);
+      fr[4 * (2 * h + 1) + 1] = mul16x2<T::kBF16>(g0, s1);
+      fr[4 * (2 * h + 1) + 3] = mul16x2<T::kBF16>(g1, s1);
     }
   }
 }
@@ -108,7 +101,6 @@ __device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned 
 // Pipeline position of a consumer warpgroup (both warpgroups walk the same stages).
 template <class T>
 struct ConsumerPipe {
-  RingPos<T::kPackedStages> pk;
   RingPos<T::kExpStages> ex;
   unsigned* progress = nullptr;  // debugging (GemmParams::progress), published by thread 0 of the warpgroup
   int progress_slot = 2;
@@ -119,18 +111,7 @@ struct ConsumerPipe {
 template <class T>
 __device__ __forceinline__ unsigned acquire_stage(const SmemView<T>& sm, const ConsumerPipe<T>& pp) {
   mbar_wait(sm.exp_full(pp.ex.slot()), pp.ex.full_parity());
-  mbar_wait(sm.packed_full(pp.pk.slot()), pp.pk.full_parity());
   return lds32(sm.tile_info(pp.ex.slot()));
-}
-
-template <class T>
-__device__ __forceinline__ void release_stage(const SmemView<T>& sm, ConsumerPipe<T>& pp, unsigned info) {
-  warp_arrive(sm.exp_empty(pp.ex.slot()));
-  if (info & kLastPass) {
-    warp_arrive(sm.packed_empty(pp.pk.slot()));
-    ++pp.pk.count;
-  }
-  ++pp.ex.count;
 }
 
 // ms / nv without promotion: one accumulator, wgmma groups of consecutive stages in flight.
@@ -139,25 +120,18 @@ __device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, Consu
                                                     float (&acc)[T::kAccum]) {
   unsigned fa[16], fb[16];
   bool first = true;
-  unsigned prev_info = 0;
-  int prev_e = -1, prev_s = -1;
+  int prev_e = -1;
   auto stage = [&](unsigned(&fr)[16]) -> bool {
     const unsigned info = acquire_stage(sm, pp);
-    const int e = pp.ex.slot(), s = pp.pk.slot();
-    expand_a<T>(sm, s, e, rw, fr);
+    const int e = pp.ex.slot();
+    expand_a<T>(sm, e, rw, fr);
     issue_mma<T>(acc, fr, sm.exp(e), !first);
     first = false;
     wgmma_wait<1>();
-    if (prev_e >= 0) {
-      warp_arrive(sm.exp_empty(prev_e));
-      if (prev_info & kLastPass) warp_arrive(sm.packed_empty(prev_s));
-    }
+    if (prev_e >= 0) warp_arrive(sm.exp_empty(prev_e));
     prev_e = e;
-    prev_s = s;
-    prev_info = info;
     ++pp.ex.count;
     if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
-    if (info & kLastPass) ++pp.pk.count;
     return (info & kUnitLast) != 0;
   };
   while (true) {
@@ -166,7 +140,6 @@ __device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, Consu
   }
   wgmma_wait<0>();
   warp_arrive(sm.exp_empty(prev_e));
-  if (prev_info & kLastPass) warp_arrive(sm.packed_empty(prev_s));
 }
 
 // mx (and ms with promotion): each stage's wgmmas write `tmp`; the next stage's A fragment is
@@ -178,7 +151,7 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
 #pragma unroll
   for (int i = 0; i < T::kAccum; ++i) fin[i] = 0.0f;
   unsigned info = acquire_stage(sm, pp);
-  expand_a<T>(sm, pp.pk.slot(), pp.ex.slot(), rw, fa);
+  expand_a<T>(sm, pp.ex.slot(), rw, fa);
   int in_chain = 0;  // ms: stages accumulated in tmp since the last promotion
   auto stage = [&](unsigned(&cur)[16], unsigned(&nxt)[16]) -> bool {
     const int e = pp.ex.slot();
@@ -190,15 +163,12 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
       f1 = __uint_as_float(lds32(sm.header(e) + rw.r1 * T::kRowInfoBytes + 4)) * fbv;
     }
     const bool done = (info & kUnitLast) != 0;
-    const unsigned this_info = info;
-    const int this_s = pp.pk.slot();
-    // Next stage's A while the tensor cores work (its packed slot may be the same K tile's).
+    // Next stage's A while the tensor cores work.
     ConsumerPipe<T> nx = pp;
     ++nx.ex.count;
-    if (this_info & kLastPass) ++nx.pk.count;
     if (!done) {
       info = acquire_stage(sm, nx);
-      expand_a<T>(sm, nx.pk.slot(), nx.ex.slot(), rw, nxt);
+      expand_a<T>(sm, nx.ex.slot(), rw, nxt);
     }
     wgmma_wait<0>();
     ++in_chain;
@@ -209,7 +179,6 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
       in_chain = 0;
     }
     warp_arrive(sm.exp_empty(e));
-    if (this_info & kLastPass) warp_arrive(sm.packed_empty(this_s));
     pp = nx;
     if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
     return done;

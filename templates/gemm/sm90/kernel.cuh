@@ -79,10 +79,10 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
   __syncthreads();
 
   if (tid < T::kTransformThreads) {
-    setmaxnreg_dec<Cfg::kTransformRegs>();
+    if constexpr (T::kSetMaxNReg) setmaxnreg_dec<Cfg::kTransformRegs>();
     transform_role<Cfg>(sm, &tma_a, &tma_b, p);
   } else {
-    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    if constexpr (T::kSetMaxNReg) setmaxnreg_inc<Cfg::kConsumerRegs>();
     using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
     const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
     const Sched sched(p.M, p.N, k_tiles, p.splits);

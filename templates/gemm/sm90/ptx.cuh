@@ -147,4 +147,9 @@ __device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
   return d;
 }
 
+template <bool kBF16>
+__device__ __forceinline__ unsigned mul16x2(unsigned a, unsigned b) {
+  return kBF16 ? mul_bf16x2(a, b) : mul_f16x2(a, b);
+}
+
 }  // namespace fp4jit::sm90

@@ -3,10 +3,10 @@
 //
 // Rings (each slot guarded by a full and an empty mbarrier, phases tracked by running counters):
 //   packed   [kPackedStages]  TMA writes A and B codes of one K tile; freed by the transform
-//                             warpgroup (B read) and by both consumer warpgroups (A read).
-//   expanded [kExpStages]     the transform warpgroup writes B expanded (128-byte swizzled rows)
-//                             and a header (per-row A info, tile info); freed by the consumers
-//                             once their wgmmas on it have completed.
+//                             warpgroup once it has expanded B and copied A.
+//   expanded [kExpStages]     the transform warpgroup writes B expanded (128-byte swizzled rows),
+//                             a copy of the packed A tile and a header (per-row A info, tile
+//                             info); freed by the consumers once their wgmmas on it have completed.
 // A K tile takes one packed slot and one or more expanded stages (mx band passes).
 #pragma once
 #include "gemm/sm90/ptx.cuh"
@@ -31,6 +31,7 @@ struct SmemView {
     addr = aligned;
   }
   __device__ __forceinline__ unsigned exp(int e) const { return addr + T::kExpOffset + e * T::kExpStageBytes; }
+  __device__ __forceinline__ unsigned exp_a(int e) const { return exp(e) + T::kExpBBytes; }  // packed A copy
   __device__ __forceinline__ unsigned char* packed_a_ptr(int s) const {
     return base + T::kPackedOffset + s * T::kPackedStageBytes;
   }

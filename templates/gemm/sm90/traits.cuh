@@ -35,9 +35,12 @@ struct GemmTraits {
   static constexpr int kThreads = kTransformThreads + 256;  // transform warpgroup(s) + 2 consumer warpgroups
   static constexpr int kConsumers = 256;
 
-  // Shared memory, from a 1024-aligned base.
-  static constexpr int kExpStageBytes = BLOCK_N * 128;
+  // Shared memory, from a 1024-aligned base. An expanded stage holds B expanded (BLOCK_N rows of
+  // 128 bytes) followed by a copy of the packed A tile (same swizzle), so that a packed slot is
+  // free as soon as the transform warpgroup has processed it.
   static constexpr int kPackedABytes = round_up(BLOCK_M * kPackedRow, 1024);
+  static constexpr int kExpBBytes = BLOCK_N * 128;
+  static constexpr int kExpStageBytes = kExpBBytes + kPackedABytes;
   static constexpr int kPackedBBytes = round_up(BLOCK_N * kPackedRow, 1024);
   static constexpr int kPackedStageBytes = kPackedABytes + kPackedBBytes;
   static constexpr int kRowInfoBytes = 16;  // per A row and expanded stage
@@ -57,7 +60,7 @@ struct GemmTraits {
   static constexpr unsigned kTmaBytes = static_cast<unsigned>((BLOCK_M + BLOCK_N) * kPackedRow);
 
   // Barrier arrival counts: one arrive per warp.
-  static constexpr unsigned kPackedEmptyArrivals = 4 * kTransformWGs + 8;
+  static constexpr unsigned kPackedEmptyArrivals = 4 * kTransformWGs;
   static constexpr unsigned kExpFullArrivals = 4 * kTransformWGs;
   static constexpr unsigned kExpEmptyArrivals = 8;
 
@@ -70,8 +73,7 @@ struct GemmTraits {
                 "block rows apply to nv scales only");
   static_assert(Cfg::kABlockRows == 1 || Cfg::kABlockRows == 16, "A block rows: 1 or 16");
   static_assert(Cfg::kBBlockRows == 1 || Cfg::kBBlockRows == 16, "B block rows: 1 or 16");
-  static_assert(kPackedStages >= kExpStages + 2, "packed ring must run ahead of the expanded ring");
-  static_assert(kExpStages >= 2 && kPackedStages <= 12, "stages out of range");
+  static_assert(kExpStages >= 2 && kPackedStages >= 2 && kPackedStages <= 16, "stages out of range");
   static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "TMA multicast clusters: not implemented");
   static_assert(Cfg::kRasterGroup >= 1, "raster group");
   static_assert(kTransformWGs == 1 || kTransformWGs == 2, "one or two transform warpgroups");
@@ -79,9 +81,11 @@ struct GemmTraits {
   // waits until the registers released by setmaxnreg.dec cover it, so the split must fit in what
   // the CTA holds at launch, not in the whole register file (otherwise the consumers never start).
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // 168
-  static_assert(Cfg::kTransformRegs % 8 == 0 && Cfg::kConsumerRegs % 8 == 0 &&
-                    Cfg::kTransformRegs <= kLaunchRegs && Cfg::kConsumerRegs >= kLaunchRegs &&
-                    128 * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <= kThreads * kLaunchRegs,
+  static constexpr bool kSetMaxNReg = Cfg::kTransformRegs != 0;
+  static_assert(!kSetMaxNReg ||
+                    (Cfg::kTransformRegs % 8 == 0 && Cfg::kConsumerRegs % 8 == 0 &&
+                     Cfg::kTransformRegs <= kLaunchRegs && Cfg::kConsumerRegs >= kLaunchRegs &&
+                     kTransformThreads * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <= kThreads * kLaunchRegs),
                 "register split exceeds the registers the CTA is launched with");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages or a smaller tile");
 

@@ -111,18 +111,41 @@ __device__ __forceinline__ void load_tile_scales(TileScales<T>& s, const GemmPar
   }
 }
 
+// Copies the packed A tile (BLOCK_M x kPackedRow bytes, swizzle kept) into the expanded stage.
+template <class T>
+__device__ __forceinline__ void copy_a(unsigned packed_a, unsigned dst) {
+  constexpr int kVecs = T::BLOCK_M * T::kPackedRow / 16;
+#pragma unroll
+  for (int i = 0; i < (kVecs + T::kTransformThreads - 1) / T::kTransformThreads; ++i) {
+    const int v = threadIdx.x + i * T::kTransformThreads;
+    if (v < kVecs) {
+      unsigned a, b, c, d;
+      lds128(packed_a + 16 * v, a, b, c, d);
+      sts128(dst + 16 * v, a, b, c, d);
+    }
+  }
+}
+
 // ---- B expansion, one K tile -------------------------------------------------------------------
 
 // ms: 16 packed bytes (one 32-element step of one row) -> two 16-byte chunks of the swizzled row.
+// Every unit's loads are issued before any is used (latency overlap within one warp).
 template <class T>
 __device__ __forceinline__ void expand_b_ms(unsigned packed_b, unsigned exp) {
-#pragma unroll 2
-  for (int q = threadIdx.x; q < T::BLOCK_N * 4; q += T::kTransformThreads) {
-    const int n = q >> 2, st = q & 3;
-    unsigned w[4], ev[4], od[4];
-    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
+  constexpr int kU = T::BLOCK_N * 4 / T::kTransformThreads;
+  static_assert(kU * T::kTransformThreads == T::BLOCK_N * 4, "B units per thread");
+  unsigned w[kU][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], ev[i], od[i]);
+  for (int u = 0; u < kU; ++u) {
+    const int q = threadIdx.x + T::kTransformThreads * u, n = q >> 2, st = q & 3;
+    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[u][0], w[u][1], w[u][2], w[u][3]);
+  }
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int q = threadIdx.x + T::kTransformThreads * u, n = q >> 2, st = q & 3;
+    unsigned ev[4], od[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[u][i], ev[i], od[i]);
     const unsigned row = exp + n * 128;
     sts128(row + 16 * ((2 * st) ^ (n & 7)), ev[0], ev[1], ev[2], ev[3]);
     sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), od[0], od[1], od[2], od[3]);
@@ -133,14 +156,20 @@ __device__ __forceinline__ void expand_b_ms(unsigned packed_b, unsigned exp) {
 template <class T>
 __device__ __forceinline__ void expand_b_mx(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s,
                                             unsigned ref, int band) {
+  constexpr int kU = TileScales<T>::kBCodes;
+  unsigned w[kU][4], lut[kU][2];
 #pragma unroll
-  for (int k = 0; k < TileScales<T>::kBCodes; ++k) {
+  for (int k = 0; k < kU; ++k) {
     const int n = threadIdx.x / 4 + (T::kTransformThreads / 4) * k, st = threadIdx.x & 3;
-    unsigned w[4], lo[4], hi[4], lut_lo, lut_hi;
-    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
-    lds64(table + 8 * lut_index(s.b[k], ref, band), lut_lo, lut_hi);
+    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[k][0], w[k][1], w[k][2], w[k][3]);
+    lds64(table + 8 * lut_index(s.b[k], ref, band), lut[k][0], lut[k][1]);
+  }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, lo[i], hi[i]);
+  for (int k = 0; k < kU; ++k) {
+    const int n = threadIdx.x / 4 + (T::kTransformThreads / 4) * k, st = threadIdx.x & 3;
+    unsigned lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[k][i], lut[k][0], lut[k][1], lo[i], hi[i]);
     const unsigned row = exp + n * 128;
     sts128(row + 16 * ((2 * st) ^ (n & 7)), lo[0], lo[1], lo[2], lo[3]);
     sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), hi[0], hi[1], hi[2], hi[3]);
@@ -157,39 +186,41 @@ __device__ __forceinline__ unsigned nv_scale2(unsigned table, unsigned code) {
 
 // nv: one row per thread: 32 packed bytes (4 blocks of 16) -> 8 chunks of 8 16-bit values.
 // Chunk 2*st holds, for block b, elements (4st, 4st+1) of the block; chunk 2*st+1 elements
-// (4st+2, 4st+3): the order the consumers' A fragments use.
+// (4st+2, 4st+3): the order the consumers' A fragments use. Word 2b + h of the row holds steps
+// 2h (low half) and 2h + 1 (high half) of block b.
 template <class T>
 __device__ __forceinline__ void expand_b_nv(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s) {
+  constexpr int kRows = (T::BLOCK_N + T::kTransformThreads - 1) / T::kTransformThreads;
+  unsigned w[kRows][8];
 #pragma unroll
-  for (int k = 0; k < (T::BLOCK_N + T::kTransformThreads - 1) / T::kTransformThreads; ++k) {
+  for (int k = 0; k < kRows; ++k) {
+    const int n = threadIdx.x + T::kTransformThreads * k;
+    if (n < T::BLOCK_N) {
+      lds128(packed_b + n * 32, w[k][0], w[k][1], w[k][2], w[k][3]);
+      lds128(packed_b + n * 32 + 16, w[k][4], w[k][5], w[k][6], w[k][7]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
     const int n = threadIdx.x + T::kTransformThreads * k;
     if (n >= T::BLOCK_N) break;
-    unsigned w[8], sc[4];
-    lds128(packed_b + n * 32, w[0], w[1], w[2], w[3]);
-    lds128(packed_b + n * 32 + 16, w[4], w[5], w[6], w[7]);
+    unsigned sc[4], c[8][4];
 #pragma unroll
     for (int b = 0; b < 4; ++b) sc[b] = nv_scale2<T>(table, s.b[4 * k + b]);
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned l0, l1, h0, h1;
+        e2m1x8_to_16bit<T::kBF16>(w[k][2 * b + h], l0, l1, h0, h1);
+        c[4 * h + 0][b] = mul16x2<T::kBF16>(l0, sc[b]);  // step 2h, chunk 4h
+        c[4 * h + 1][b] = mul16x2<T::kBF16>(l1, sc[b]);
+        c[4 * h + 2][b] = mul16x2<T::kBF16>(h0, sc[b]);  // step 2h + 1, chunk 4h + 2
+        c[4 * h + 3][b] = mul16x2<T::kBF16>(h1, sc[b]);
+      }
     const unsigned row = exp + n * 128;
 #pragma unroll
-    for (int st = 0; st < 4; ++st) {
-      unsigned c0[4], c1[4];
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const unsigned x = (w[2 * b + st / 2] >> (16 * (st & 1))) & 0xFFFFu;
-        unsigned v0, v1;
-        if constexpr (T::kBF16) {
-          e2m1x4_to_16bit<true>(x, v0, v1);
-          c0[b] = mul_bf16x2(v0, sc[b]);
-          c1[b] = mul_bf16x2(v1, sc[b]);
-        } else {
-          e2m1x4_to_16bit<false>(x, v0, v1);
-          c0[b] = mul_f16x2(v0, sc[b]);
-          c1[b] = mul_f16x2(v1, sc[b]);
-        }
-      }
-      sts128(row + 16 * ((2 * st) ^ (n & 7)), c0[0], c0[1], c0[2], c0[3]);
-      sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), c1[0], c1[1], c1[2], c1[3]);
-    }
+    for (int ch = 0; ch < 8; ++ch) sts128(row + 16 * (ch ^ (n & 7)), c[ch][0], c[ch][1], c[ch][2], c[ch][3]);
   }
 }
 
@@ -291,6 +322,7 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
           sts32(hdr + 4, __float_as_uint(fa));
         }
         if constexpr ((Cfg::kAblate & 1) == 0) expand_b_mx<T>(pb, sm.exp(e), sm.table(), cur, bmax, band_b);
+        copy_a<T>(sm.packed_a(s), sm.exp_a(e));
         if (tid == 0) {
           const bool last = pass + 1 == passes;
           const float fb = b_has ? pow2i(static_cast<int>(bmax) - 133 - 15 * band_b) : 0.0f;
@@ -305,6 +337,7 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
       mbar_wait(sm.packed_full(s), pk.full_parity());
       const int e = ex.slot();
       mbar_wait(sm.exp_empty(e), ex.empty_parity());
+      copy_a<T>(sm.packed_a(s), sm.exp_a(e));
       if constexpr ((Cfg::kAblate & 1) != 0) {
       } else if constexpr (T::kKind == ScaleKind::ms) {
         expand_b_ms<T>(pb, sm.exp(e));
