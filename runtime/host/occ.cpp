@@ -17,13 +17,35 @@ struct Quantiles {
   float lo, hi;
 };
 
+// The k-th smallest (0-based) value of row under `less`, keeping the k + 1 smallest seen in a
+// max-heap: one comparison per element for all but the few that enter the heap.
+template <typename Less>
+float kth(const float* row, std::int64_t n, std::int64_t k, Less less, std::vector<float>& heap) {
+  heap.assign(row, row + k + 1);
+  std::make_heap(heap.begin(), heap.end(), less);
+  for (std::int64_t c = k + 1; c < n; ++c) {
+    if (!less(row[c], heap.front())) continue;
+    std::pop_heap(heap.begin(), heap.end(), less);
+    heap.back() = row[c];
+    std::push_heap(heap.begin(), heap.end(), less);
+  }
+  return heap.front();
+}
+
 Quantiles quantiles(const float* row, std::int64_t n, std::int64_t lo_index, std::int64_t hi_index,
                     std::vector<float>& work) {
-  work.assign(row, row + n);
-  std::nth_element(work.begin(), work.begin() + lo_index, work.end(), nan_last);
-  const float lo = work[static_cast<std::size_t>(lo_index)];
-  std::nth_element(work.begin() + lo_index, work.begin() + hi_index, work.end(), nan_last);
-  const float hi = work[static_cast<std::size_t>(hi_index)];
+  float lo, hi;
+  if (4 * lo_index < n && 4 * (n - 1 - hi_index) < n) {  // tails: heaps of the few extreme values
+    lo = kth(row, n, lo_index, nan_last, work);
+    hi = kth(
+        row, n, n - 1 - hi_index, [](float a, float b) { return nan_last(b, a); }, work);
+  } else {
+    work.assign(row, row + n);
+    std::nth_element(work.begin(), work.begin() + lo_index, work.end(), nan_last);
+    lo = work[static_cast<std::size_t>(lo_index)];
+    std::nth_element(work.begin() + lo_index, work.begin() + hi_index, work.end(), nan_last);
+    hi = work[static_cast<std::size_t>(hi_index)];
+  }
   const bool zero_quantile = lo == 0.0f || hi == 0.0f;
   if (!zero_quantile) return {lo, hi};
   bool pos = false, neg = false;

@@ -1,9 +1,10 @@
 // Outlier clamping and compensation on the host backend, exactly as reference::occ_clamp: per
 // row, lo and hi are the values at sorted positions int((1 - alpha) n) and int(alpha n) (NaN
 // last); the generated OCC kernels (codegen/host/occ_ir.hpp) then clamp and collect the residual.
-// The order statistics come from std::nth_element (linear time); where the result could depend on
-// how equal values are ordered (a zero quantile in a row holding both +0 and -0, which sort as
-// equals) the row is sorted exactly as the reference sorts it.
+// The order statistics come from small heaps of the extreme values (std::nth_element for
+// quantiles far from the tails); where the result could depend on how equal values are ordered
+// (a zero quantile in a row holding both +0 and -0, which sort as equals) the row is sorted
+// exactly as the reference sorts it.
 #pragma once
 #include <cstdint>
 #include <vector>

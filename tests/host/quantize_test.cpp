@@ -42,6 +42,7 @@ std::vector<Case> all_cases() {
   cases.push_back({"mxfp4:x.block=4x64", Role::x, DType::f32});
   cases.push_back({"msfp4:x.occ=off,x.block=tensor", Role::x, DType::bf16});
   cases.push_back({"msfp4:occ=0.9", Role::xt, DType::f32});
+  cases.push_back({"msfp4:occ=0.6", Role::x, DType::bf16});
   return cases;
 }
 
