@@ -54,6 +54,32 @@ FP4JIT_HD u32 e2m1_encode(float v, Round mode, u32 rbits = 0, int sr_bits = 8) {
   return mag | (neg ? 8u : 0u);
 }
 
+// e2m1_encode computed from the float's bits: the same code for every input (proved by
+// tests/unit/e2m1_fast_test.cpp over every float below 6), without the float <-> integer
+// conversions of e2m1_locate, which GPUs run at a quarter of their arithmetic rate. For
+// 2^e <= a < 6 the lower grid point keeps the top mantissa bit and frac is the rest, exactly.
+FP4JIT_HD u32 e2m1_encode_fast(float v, Round mode, u32 rbits = 0, int sr_bits = 8) {
+  const u32 u = float_bits(v);
+  const u32 au = u & 0x7fffffffu;
+  const u32 sign = (u >> 28) & 8u;
+  if (au > 0x7f800000u) return 0u;          // NaN
+  if (au >= 0x40c00000u) return 7u | sign;  // |v| >= 6, Inf included: saturate
+  u32 lo;
+  float frac;
+  if (au < 0x3f000000u) {  // below 0.5: code 0, frac = 2a
+    lo = 0u;
+    frac = bits_float(au) * 2.0f;
+  } else if (au < 0x3f800000u) {  // [0.5, 1): code 1, frac = 2a - 1
+    lo = 1u;
+    frac = bits_float(0x3f800000u | (au & 0x7fffffu)) - 1.0f;
+  } else {  // [1, 6): exponent e in 0..2
+    lo = 2u * (au >> 23) - 252u + ((au >> 22) & 1u);
+    frac = bits_float(0x3f800000u | ((au << 1) & 0x7fffffu)) - 1.0f;
+  }
+  return (lo + (round_up(frac, (lo & 1u) != 0u, sign != 0u, mode, rbits, sr_bits) ? 1u : 0u)) |
+         sign;
+}
+
 // The two grid neighbours of v (equal when v is on the grid), for rounding toward a target
 // (TetraJet's Q-EMA picks whichever neighbour lies nearer an EMA of the weight).
 FP4JIT_HD void e2m1_neighbours(float v, u32* lower_mag_code, u32* upper_mag_code) {

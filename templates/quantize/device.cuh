@@ -48,6 +48,14 @@ constexpr u32 kNonFinite = 0xffffffffu;
 FP4JIT_DEV u32 stat_key(float x) {
   return nx::is_finite(x) ? (nx::float_bits(x) & 0x7fffffffu) : kNonFinite;
 }
+// |x|'s bits: their max over a block is the finite amax, or >= 0x7f800000 when the block holds
+// a NaN or an Inf (stat_of maps that to kNonFinite).
+FP4JIT_DEV u32 abs_bits(float x) {
+  return nx::float_bits(x) & 0x7fffffffu;
+}
+FP4JIT_DEV u32 stat_of(u32 max_abs_bits) {
+  return max_abs_bits >= 0x7f800000u ? kNonFinite : max_abs_bits;
+}
 // The global amax ignores non-finite values.
 FP4JIT_DEV u32 finite_key(float x) {
   return nx::is_finite(x) ? (nx::float_bits(x) & 0x7fffffffu) : 0u;

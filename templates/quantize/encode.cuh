@@ -83,7 +83,7 @@ FP4JIT_DEV float apply_scale(float x, const BlockScale& b) {
 template <class Op>
 FP4JIT_DEV u32 encode_element(float v, u32 rbits) {
   if constexpr (Op::elem == Elem::e2m1) {
-    return nx::e2m1_encode(v, Op::round, rbits, Op::sr_bits);
+    return nx::e2m1_encode_fast(v, Op::round, rbits, Op::sr_bits);  // == nx::e2m1_encode
   } else {
     const nx::MiniFloat fmt = elem_minifloat(Op::elem);
     const bool keep_inf = !nx::is_finite(v) && !nx::is_nan(v) && fmt.special == nx::Special::ieee;
@@ -137,7 +137,8 @@ FP4JIT_DEV void sr_bits_vec(u64 seed, u64 i0, u32 (&rbits)[kVec]) {
     const u32 j = j0 + e;
     const bool second = j >= per;
     const u32 bit = (second ? j - per : j) * bits;
-    const u32 word = philox_word(second ? r1 : r0, bit >> 5);
+    // Select a word, never a reference to either output (which would put both on the stack).
+    const u32 word = second ? philox_word(r1, bit >> 5) : philox_word(r0, bit >> 5);
     rbits[e] = (word >> (bit & 31u)) & ((1u << bits) - 1u);
   }
 }

@@ -45,6 +45,9 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
   float s_enc = 1.0f;
   if constexpr (!kStats && Op::rule == Rule::two_level)
     s_enc = tensor_scale<Op>(nx::bits_float(*o.amax_bits));
+  // The global amax: accumulated by the stats pass, else here when the caller wants it.
+  const bool want_max =
+      kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
   u32 global_max = 0u;  // finite amax of what this lane saw
   u32 tensor_stat = 0u;
 
@@ -75,15 +78,13 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
     for (int u = 0; u < kU; ++u) {
       const i64 c0 = (seg0 + u * 32 + lane) * kVec;
       hadamard<Op, 1>(v[u], lane % kG);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        if (e < n[u]) global_max = umax(global_max, finite_key(v[u][e]));
+      if (want_max) global_max = umax(global_max, finite_max(v[u]));
       u32 stat[kSub];
-      if constexpr (Op::block == BlockKind::tile) tile_stats<Op, 1, 0>(v[u], stat);
       if constexpr (kStats) {
-        if (o.stats_out == nullptr) continue;
+        if (o.stats_out == nullptr) continue;  // the global amax only (two-level tile blocks)
         if constexpr (Op::block == BlockKind::tile) {
           constexpr int kPer = kVec / kSub;
+          tile_stats<Op, 1, 0>(v[u], stat);
           if (n[u] > 0)
 #pragma unroll
             for (int s = 0; s < kSub; ++s) {
@@ -105,9 +106,8 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
           }
         }
       } else {
-        u32 code[kVec];
-        quantize_segment<Op, 0>(v[u], stat, r, c0, n[u], o, s_enc, a.seed, a.offset, code,
-                                [](auto&&) {});
+        if constexpr (Op::block == BlockKind::tile) tile_stats<Op, 1, 0>(v[u], stat);
+        quantize_segment<Op, 0>(v[u], stat, r, c0, n[u], o, s_enc, a.seed, a.offset, nullptr);
       }
     }
     if constexpr (kStats && Op::block == BlockKind::row) {

@@ -56,6 +56,9 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
   float s_enc = 1.0f;
   if constexpr (!kStats && Op::rule == Rule::two_level)
     s_enc = tensor_scale<Op>(nx::bits_float(*o.amax_bits));
+  // The global amax: accumulated by the stats pass, else here when the caller wants it.
+  const bool want_max =
+      kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
 
   for (int unit = warp_id(); unit < kUnits; unit += Cfg::threads / 32) {
     const int tl = (unit / kKUnits) * kL + line;                  // operand row within the tile
@@ -68,37 +71,25 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
     const i64 left = o.cols - c0;
     const int n = r >= o.rows || left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
     hadamard<Op, kL>(v, kpos);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      if (e < n) global_max = umax(global_max, finite_key(v[e]));
+    if (want_max) global_max = umax(global_max, finite_max(v));
     u32 stat[kSub];
-    if constexpr (Op::block == BlockKind::tile) tile_stats<Op, kL, 1>(v, stat);
     if constexpr (kStats) {
-      if constexpr (Op::block != BlockKind::tile) {
+      // Non-tile blocks: the CTA's shared accumulators (tile blocks need only the global amax).
+      if constexpr (Op::block == BlockKind::col) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          if (e >= n) continue;
-          const u32 key = stat_key(v[e]);
-          if constexpr (Op::block == BlockKind::row)
-            atomicMax(acc + tl, key);
-          else if constexpr (Op::block == BlockKind::col)
-            atomicMax(acc + tk + e, key);
-          else
-            atomicMax(acc, key);
-        }
+        for (int e = 0; e < kVec; ++e)
+          if (e < n) atomicMax(acc + tk + e, stat_key(v[e]));
+      } else if constexpr (Op::block != BlockKind::tile) {
+        u32 m = 0u;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) m = umax(m, abs_bits(v[e]));  // padding holds 0
+        if (n > 0) atomicMax(Op::block == BlockKind::row ? acc + tl : acc, stat_of(m));
       }
     } else {
-      u32 code[kVec];
-      quantize_segment<Op, 1>(
-          v, stat, r, c0, n, o, s_enc, seed, offset, code, [&](auto&& scale_of) {
-            // Double quantization: the transposed pass reads these values (padding stays 0).
-            if constexpr (kRequant) {
-#pragma unroll
-              for (int e = 0; e < kVec; ++e)
-                if (e < n)
-                  tile[tl * kPitch + tk + e] = requant_value<Op>(code[e], scale_of(e), s_enc);
-            }
-          });
+      if constexpr (Op::block == BlockKind::tile) tile_stats<Op, kL, 1>(v, stat);
+      // Double quantization: the transposed pass reads the dequantized values (padding stays 0).
+      quantize_segment<Op, 1>(v, stat, r, c0, n, o, s_enc, seed, offset,
+                              kRequant ? tile + tl * kPitch + tk : nullptr);
     }
   }
 }

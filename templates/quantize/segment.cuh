@@ -73,7 +73,7 @@ FP4JIT_DEV void tile_stats(const float (&v)[kVec], u32 (&stat)[sub_blocks<Op>()]
   for (int s = 0; s < kSub; ++s) {
     stat[s] = 0u;
 #pragma unroll
-    for (int e = s * kPer; e < (s + 1) * kPer; ++e) stat[s] = umax(stat[s], stat_key(v[e]));
+    for (int e = s * kPer; e < (s + 1) * kPer; ++e) stat[s] = umax(stat[s], abs_bits(v[e]));
   }
   constexpr int kKLanes = Op::block_cols > kVec ? Op::block_cols / kVec : 1;
 #pragma unroll
@@ -86,6 +86,21 @@ FP4JIT_DEV void tile_stats(const float (&v)[kVec], u32 (&stat)[sub_blocks<Op>()]
 #pragma unroll
       for (int s = 0; s < kSub; ++s) stat[s] = umax(stat[s], shfl_xor(stat[s], d * kLineStride));
   }
+#pragma unroll
+  for (int s = 0; s < kSub; ++s) stat[s] = stat_of(stat[s]);
+}
+
+// The largest finite |v| of the segment's elements as bits (0 if none); elements past the end
+// of a row hold 0 and do not change it.
+FP4JIT_DEV u32 finite_max(const float (&v)[kVec]) {
+  u32 m = 0u;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) m = umax(m, abs_bits(v[e]));
+  if (m < 0x7f800000u) return m;
+  m = 0u;  // rare: a NaN or an Inf among them
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) m = umax(m, finite_key(v[e]));
+  return m;
 }
 
 // Index of operand element (r, c)'s block in the scale array (core/quantized.cpp block_of).
@@ -105,10 +120,26 @@ FP4JIT_CONSTEXPR bool local_blocks() {
   return Op::block == BlockKind::tile && (Op::block_rows == 1 || kLineStride != 0);
 }
 
-// Codes of the segment: element e is scaled by scale_of(e) and rounded with the random bits of
-// index i0 + e. NaN blocks give code 0.
-template <class Op, class ScaleOf>
-FP4JIT_DEV void encode_vec(const float (&v)[kVec], ScaleOf scale_of, u64 seed, u64 i0,
+// The scales of a segment's elements: one per sub-block, or one per element (column blocks).
+template <class Op>
+struct SegmentScales {
+  static constexpr int kSub = sub_blocks<Op>();
+  static constexpr int kPer = kVec / kSub;
+  static constexpr bool kPerColumn = Op::block == BlockKind::col;
+  BlockScale local[kSub];
+  BlockScale per_col[kPerColumn ? kVec : 1];
+  FP4JIT_DEV const BlockScale& at(int e) const {
+    if constexpr (kPerColumn)
+      return per_col[e];
+    else
+      return local[e / kPer];
+  }
+};
+
+// Codes of the segment: element e is scaled by its block's scale and rounded with the random
+// bits of index i0 + e. NaN blocks give code 0.
+template <class Op>
+FP4JIT_DEV void encode_vec(const float (&v)[kVec], const SegmentScales<Op>& sc, u64 seed, u64 i0,
                            u32 (&code)[kVec]) {
   u32 rbits[kVec];
 #pragma unroll
@@ -116,7 +147,7 @@ FP4JIT_DEV void encode_vec(const float (&v)[kVec], ScaleOf scale_of, u64 seed, u
   if constexpr (Op::round == nx::Round::stochastic) sr_bits_vec<Op>(seed, i0, rbits);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    const BlockScale b = scale_of(e);
+    const BlockScale& b = sc.at(e);
     code[e] = b.nan ? 0u : encode_element<Op>(apply_scale<Op>(v[e], b), rbits[e]);
   }
 }
@@ -138,44 +169,38 @@ FP4JIT_DEV float requant_value(u32 code, const BlockScale& b, float s_enc) {
 }
 
 // Everything after the stats, for one segment: the scales, the codes, the stores. `stat` holds
-// the segment's local tile-block stats (local_blocks) and is ignored otherwise; non-local scales
-// come from o.stats. Returns the BlockScale of element e through `scale_out` for callers that
-// dequantize again (double quantization). n: elements in range (0: nothing is stored).
-template <class Op, int kLineStride, class Store>
+// the segment's local tile-block stats (local_blocks) and is ignored otherwise; other scales
+// come from o.stats. n: elements in range (0: nothing is stored). requant_to (double
+// quantization): where the dequantized values of the n elements go, or null.
+template <class Op, int kLineStride>
 FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_blocks<Op>()], i64 r,
                                  i64 c0, int n, const OperandOut& o, float s_enc, u64 seed,
-                                 u64 offset, u32 (&code)[kVec], Store&& after) {
-  constexpr int kSub = sub_blocks<Op>();
-  constexpr int kPer = kVec / kSub;
+                                 u64 offset, float* requant_to) {
+  using Scales = SegmentScales<Op>;
+  constexpr int kSub = Scales::kSub;
+  constexpr int kPer = Scales::kPer;
   const bool valid = n > 0;
   constexpr BlockScale kUnit{0u, 0.0f, 1.0f, false, false};
-  BlockScale local[kSub];
+  Scales sc;
 #pragma unroll
-  for (int s = 0; s < kSub; ++s) local[s] = kUnit;
+  for (int s = 0; s < kSub; ++s) sc.local[s] = kUnit;
   if constexpr (local_blocks<Op, kLineStride>()) {
 #pragma unroll
-    for (int s = 0; s < kSub; ++s) local[s] = block_scale<Op>(stat[s], s_enc);
-  } else if constexpr (Op::block == BlockKind::tile || Op::block == BlockKind::row ||
-                       Op::block == BlockKind::tensor) {
+    for (int s = 0; s < kSub; ++s) sc.local[s] = block_scale<Op>(stat[s], s_enc);
+  } else if constexpr (Scales::kPerColumn) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      sc.per_col[e] = e < n ? block_scale<Op>(o.stats[c0 + e], s_enc) : kUnit;
+  } else {
 #pragma unroll
     for (int s = 0; s < kSub; ++s)
       if (valid)
-        local[s] = block_scale<Op>(o.stats[block_index<Op>(r, c0 + s * kPer, o.scale_cols)], s_enc);
+        sc.local[s] =
+            block_scale<Op>(o.stats[block_index<Op>(r, c0 + s * kPer, o.scale_cols)], s_enc);
   }
-  BlockScale per_col[Op::block == BlockKind::col ? kVec : 1];
-  if constexpr (Op::block == BlockKind::col) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      per_col[e] = e < n ? block_scale<Op>(o.stats[c0 + e], s_enc) : kUnit;
-  }
-  const auto scale_of = [&](int e) -> BlockScale {
-    if constexpr (Op::block == BlockKind::col)
-      return per_col[e];
-    else
-      return local[e / kPer];
-  };
+  u32 code[kVec];
   const u64 i0 = offset + static_cast<u64>(r * o.cols + c0);
-  encode_vec<Op>(v, scale_of, seed, i0, code);
+  encode_vec<Op>(v, sc, seed, i0, code);
   if (!valid) return;
   constexpr int kBytesPer = elem_packed(Op::elem) ? 1 : 2;  // bytes per two elements
   const i64 byte0 = r * o.row_bytes + (c0 / 2) * kBytesPer;
@@ -188,18 +213,19 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
       for (int s = 0; s < kSub; ++s) {
         const i64 c = c0 + s * kPer;
         if (c % Op::block_cols == 0)
-          store_scale<Op>(o.scales, block_index<Op>(r, c, o.scale_cols), local[s]);
+          store_scale<Op>(o.scales, block_index<Op>(r, c, o.scale_cols), sc.local[s]);
       }
     }
   } else if constexpr (Op::block == BlockKind::row) {
-    if (c0 == 0) store_scale<Op>(o.scales, r, local[0]);
+    if (c0 == 0) store_scale<Op>(o.scales, r, sc.local[0]);
   } else if constexpr (Op::block == BlockKind::col) {
     if (r == 0)
-      for (int e = 0; e < n; ++e) store_scale<Op>(o.scales, c0 + e, per_col[e]);
+      for (int e = 0; e < n; ++e) store_scale<Op>(o.scales, c0 + e, sc.per_col[e]);
   } else {
-    if (r == 0 && c0 == 0) store_scale<Op>(o.scales, 0, local[0]);
+    if (r == 0 && c0 == 0) store_scale<Op>(o.scales, 0, sc.local[0]);
   }
-  after(scale_of);
+  if (requant_to != nullptr)
+    for (int e = 0; e < n; ++e) requant_to[e] = requant_value<Op>(code[e], sc.at(e), s_enc);
 }
 
 }  // namespace fp4jit::kern

@@ -1,0 +1,390 @@
+// quantize_bench: the CUDA quantize kernels on the device, and their compile and cache times.
+//
+//   quantize_bench bench [--sizes 8192,16384] [--reps N] [--json FILE]
+//       BF16 -> FP4 for every preset: row-wise (x) and both copies from one read (x/xt, dy/dyt),
+//       median of CUDA-event timings over >= 2 rotating input buffers (> 120 MB, beyond L2),
+//       after warm-up; effective GB/s = (input bytes + output bytes) / time, beside the measured
+//       device-to-device copy bandwidth (bytes read + written), and the bytes the kernels
+//       actually move (stats and OCC passes re-read the input).
+//   quantize_bench compile-times [--json FILE]
+//       cold NVRTC compile of every kernel of every preset (BF16), no cache.
+//   quantize_bench cache-load --cache DB [--json FILE]
+//       in this (fresh) process: each kernel from the SQLite cache to a CUfunction.
+//   quantize_bench precompile --cache DB [--recipes a;b]  (no GPU needed)
+//       every kernel of the recipes, all input types, into DB.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/compile.hpp"
+#include "runtime/cuda/cuda_backend.hpp"
+#include "runtime/cuda/device_memory.hpp"
+#include "runtime/cuda/kernel_binary.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+#include "runtime/cuda/plan.hpp"
+
+namespace fp4jit::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string arg(const std::vector<std::string>& args, const std::string& name,
+                const std::string& fallback) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == name) return args[i + 1];
+  return fallback;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// CUDA events on the null stream.
+class Timer {
+ public:
+  explicit Timer(const cuda::Driver& d) : d_(d) {
+    cuda::check(d_.event_create(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    cuda::check(d_.event_create(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~Timer() {
+    d_.event_destroy(start_);
+    d_.event_destroy(stop_);
+  }
+  void start() { cuda::check(d_.event_record(start_, nullptr), "cuEventRecord"); }
+  double stop_ms() {
+    cuda::check(d_.event_record(stop_, nullptr), "cuEventRecord");
+    cuda::check(d_.event_synchronize(stop_), "cuEventSynchronize");
+    float ms = 0.0f;
+    cuda::check(d_.event_elapsed_time(&ms, start_, stop_), "cuEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  const cuda::Driver& d_;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+// Random BF16 values of wide magnitude (exponents 2^-8..2^8), no NaN/Inf: threads fill chunks.
+std::vector<std::uint16_t> random_bf16(std::size_t n) {
+  std::vector<std::uint16_t> out(n);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::uint64_t s = 0x9e3779b97f4a7c15ull * (t + 1);
+      for (std::size_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const std::uint32_t exp = 119 + static_cast<std::uint32_t>((s >> 8) % 17);
+        out[i] = static_cast<std::uint16_t>(((s & 1) << 15) | (exp << 7) | ((s >> 32) & 0x7f));
+      }
+    });
+  for (auto& p : pool) p.join();
+  return out;
+}
+
+struct Outputs {
+  cuda::DeviceBuffer codes, scales, tensor_scale, amax, index, value, count;
+  std::int64_t capacity;
+  Outputs(const QuantLayout& l, bool occ)
+      : codes(l.code_bytes()),
+        scales(l.scale_count() * (l.scale_is_code ? 1 : 4)),
+        tensor_scale(4),
+        amax(4),
+        index(occ ? l.rows * l.cols / 8 * 8 : 8),
+        value(occ ? l.rows * l.cols / 8 * 4 : 4),
+        count(8),
+        capacity(occ ? l.rows * l.cols / 8 : 0) {}
+  QuantizedView view() {
+    QuantizedView v;
+    v.codes = codes.get<std::uint8_t>();
+    v.scales = scales.get();
+    v.tensor_scale = tensor_scale.get<float>();
+    v.amax = amax.get<float>();
+    v.residual_index = index.get<std::int64_t>();
+    v.residual_value = value.get<float>();
+    v.residual_count = count.get<std::int64_t>();
+    v.residual_capacity = capacity;
+    return v;
+  }
+  std::int64_t bytes(const QuantLayout& l) const {
+    return l.code_bytes() + l.scale_count() * (l.scale_is_code ? 1 : 4);
+  }
+};
+
+double copy_bandwidth(const cuda::Driver& d) {
+  const std::size_t bytes = std::size_t{1} << 30;
+  cuda::DeviceBuffer a(bytes), b(bytes);
+  a.fill(1);
+  Timer t(d);
+  std::vector<double> ms;
+  for (int i = 0; i < 25; ++i) {
+    t.start();
+    cuda::check(d.memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(b.get()),
+                                    reinterpret_cast<CUdeviceptr>(a.get()), bytes, nullptr),
+                "cuMemcpyDtoDAsync");
+    const double m = t.stop_ms();
+    if (i >= 5) ms.push_back(m);
+  }
+  return 2.0 * static_cast<double>(bytes) / (median(ms) * 1e-3) / 1e9;
+}
+
+struct Row {
+  std::string preset, mode;
+  std::int64_t n;
+  double ms, effective_gbps, actual_gbps, copy_ratio;
+  std::int64_t bytes, actual_bytes;
+};
+
+int run_bench(const std::vector<std::string>& args) {
+  cuda::DeviceScope scope(0);
+  const cuda::Driver& d = scope.driver();
+  EngineOptions options;
+  options.backend = BackendKind::cuda;
+  Engine engine(options);
+  fmt::print("{}\n", engine.description());
+  const double copy_gbps = copy_bandwidth(d);
+  fmt::print("device-to-device copy: {:.1f} GB/s (bytes read + written, 1 GiB, median of 20)\n",
+             copy_gbps);
+  std::vector<std::int64_t> sizes;
+  for (const auto& s : split(arg(args, "--sizes", "8192,16384"), ','))
+    sizes.push_back(std::stoll(s));
+  const int reps_arg = std::stoi(arg(args, "--reps", "0"));
+  std::vector<Row> rows;
+  const std::int64_t max_n = *std::max_element(sizes.begin(), sizes.end());
+  const std::vector<std::uint16_t> host = random_bf16(static_cast<std::size_t>(max_n * max_n));
+  Timer timer(d);
+  for (const std::int64_t n : sizes) {
+    const std::size_t in_bytes = static_cast<std::size_t>(n * n * 2);
+    const int buffers =
+        std::max<int>(2, static_cast<int>((240ll << 20) / static_cast<std::int64_t>(in_bytes)) + 1);
+    std::vector<cuda::DeviceBuffer> inputs;
+    for (int b = 0; b < buffers; ++b) {
+      inputs.emplace_back(in_bytes);
+      inputs.back().upload(host.data(), in_bytes);
+    }
+    const int reps = reps_arg > 0 ? reps_arg : (n >= 16384 ? 20 : 50);
+    for (const auto& p : presets()) {
+      const Recipe recipe = parse_recipe(p.name);
+      struct Mode {
+        std::string name;
+        Role role;
+        bool pair;
+      };
+      for (const Mode& m :
+           {Mode{"rows x", Role::x, false}, Mode{"pair x+xt", Role::x, true},
+            Mode{"rows dy", Role::dy, false}, Mode{"pair dy+dyt", Role::dy, true}}) {
+        const Role partner = m.role == Role::x ? Role::xt : Role::dyt;
+        const QuantLayout lr = quant_layout(recipe, m.role, n, n);
+        const QuantLayout lc = quant_layout(recipe, partner, n, n);
+        std::vector<Outputs> out, out_t;
+        for (int b = 0; b < buffers; ++b) {
+          out.emplace_back(lr, recipe[m.role].occ);
+          out_t.emplace_back(lc, recipe[partner].occ);
+        }
+        std::vector<double> ms;
+        for (int i = 0; i < reps + 3; ++i) {
+          const int b = i % buffers;
+          const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
+          const QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
+          timer.start();
+          if (m.pair)
+            engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
+          else
+            engine.quantize(recipe, m.role, in, out[b].view(), qa);
+          const double t = timer.stop_ms();
+          if (i >= 3) ms.push_back(t);
+        }
+        const double med = median(ms);
+        const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
+                                   (m.pair ? out_t[0].bytes(lc) : 0);
+        cuda::Arena counting;
+        QuantizedView qv = out[0].view(), qt = out_t[0].view();
+        const TensorView in0{inputs[0].get(), DType::bf16, n, n, 0};
+        const cuda::Plan plan =
+            cuda::plan_quantize(recipe, m.role, in0, qv, m.pair ? &qt : nullptr, QuantizeArgs{},
+                                cuda::DeviceInfo{"sm_90a", 132}, counting);
+        const std::int64_t moved = cuda::plan_bytes(plan);
+        Row r{p.name.data(),
+              m.name,
+              n,
+              med,
+              bytes / (med * 1e-3) / 1e9,
+              moved / (med * 1e-3) / 1e9,
+              0.0,
+              bytes,
+              moved};
+        r.copy_ratio = r.effective_gbps / copy_gbps;
+        rows.push_back(r);
+        fmt::print(
+            "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move {:7.1f} "
+            "GB/s, {} passes' bytes {:.2f}x)\n",
+            r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
+            std::count_if(
+                plan.begin(), plan.end(),
+                [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
+            static_cast<double>(moved) / static_cast<double>(bytes));
+      }
+    }
+  }
+  const std::string json = arg(args, "--json", "");
+  if (!json.empty()) {
+    std::ofstream f(json);
+    f << "{\n \"device\": \"" << engine.description() << "\",\n \"copy_GBps\": " << copy_gbps
+      << ",\n \"rows\": [\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      f << fmt::format(
+          "  {{\"preset\": \"{}\", \"mode\": \"{}\", \"n\": {}, \"ms\": {:.5f}, "
+          "\"effective_GBps\": {:.1f}, "
+          "\"copy_ratio\": {:.4f}, \"bytes\": {}, \"kernel_bytes\": {}, \"kernel_GBps\": "
+          "{:.1f}}}{}\n",
+          r.preset, r.mode, r.n, r.ms, r.effective_gbps, r.copy_ratio, r.bytes, r.actual_bytes,
+          r.actual_gbps, i + 1 < rows.size() ? "," : "");
+    }
+    f << " ]\n}\n";
+  }
+  return 0;
+}
+
+std::vector<codegen::KernelSource> preset_kernels(const std::string& target) {
+  std::vector<codegen::KernelSource> out;
+  const std::array<DType, 1> bf16{DType::bf16};
+  for (const auto& p : presets())
+    for (auto& k : cuda::recipe_kernels(parse_recipe(p.name), target, bf16))
+      out.push_back(std::move(k));
+  return out;
+}
+
+void write_times(const std::string& path, const std::string& what,
+                 const std::vector<std::pair<std::string, double>>& t) {
+  if (path.empty()) return;
+  std::ofstream f(path);
+  f << "{\n \"" << what << "\": [\n";
+  for (std::size_t i = 0; i < t.size(); ++i)
+    f << fmt::format("  {{\"op\": \"{}\", \"ms\": {:.3f}}}{}\n", t[i].first, t[i].second,
+                     i + 1 < t.size() ? "," : "");
+  f << " ]\n}\n";
+}
+
+int run_compile_times(const std::vector<std::string>& args) {
+  const auto kernels = preset_kernels("sm_90a");
+  cuda::compile_kernel(kernels.front());  // loads NVRTC and its builtins once, untimed
+  std::vector<std::pair<std::string, double>> times;
+  std::map<std::string, std::vector<double>> by_op;
+  std::vector<double> all;
+  for (const auto& k : kernels) {
+    const auto t0 = Clock::now();
+    cuda::compile_kernel(k);
+    const double ms = ms_since(t0);
+    times.emplace_back(k.op, ms);
+    by_op[k.op].push_back(ms);
+    all.push_back(ms);
+  }
+  fmt::print(
+      "cold NVRTC compile ({}), {} kernels of the 5 presets (BF16, sm_90a): median {:.1f} ms, max "
+      "{:.1f} ms\n",
+      cuda::Nvrtc::get().compiler(), all.size(), median(all),
+      *std::max_element(all.begin(), all.end()));
+  for (const auto& [op, v] : by_op)
+    fmt::print("  {:<14} {:3} kernels, median {:7.1f} ms\n", op, v.size(), median(v));
+  write_times(arg(args, "--json", ""), "compile_ms", times);
+  return 0;
+}
+
+int run_cache_load(const std::vector<std::string>& args) {
+  const auto t_open = Clock::now();
+  cuda::DeviceScope scope(0);
+  const cuda::Driver& d = scope.driver();
+  KernelCache cache(arg(args, "--cache", KernelCache::default_path()));
+  const double open_ms = ms_since(t_open);
+  const auto kernels = preset_kernels("sm_90a");
+  std::vector<std::pair<std::string, double>> times;
+  std::vector<double> all;
+  int misses = 0;
+  for (const auto& k : kernels) {
+    const auto t0 = Clock::now();
+    const cuda::KernelBinary b = cuda::kernel_binary(k, &cache);
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    cuda::check(d.module_load_data(&module, b.cubin.data()), "cuModuleLoadData");
+    cuda::check(d.module_get_function(&fn, module, b.symbol.c_str()), "cuModuleGetFunction");
+    const double ms = ms_since(t0);
+    if (!b.from_cache) ++misses;
+    times.emplace_back(k.op, ms);
+    all.push_back(ms);
+    d.module_unload(module);
+  }
+  fmt::print(
+      "kernel from the SQLite cache to a CUfunction, fresh process: first {:.3f} ms, median {:.3f} "
+      "ms, max {:.3f} ms "
+      "over {} kernels ({} misses); context + cache open {:.1f} ms\n",
+      all.front(), median(all), *std::max_element(all.begin(), all.end()), all.size(), misses,
+      open_ms);
+  write_times(arg(args, "--json", ""), "cache_load_ms", times);
+  return misses == 0 ? 0 : 1;
+}
+
+int run_precompile(const std::vector<std::string>& args) {
+  KernelCache cache(arg(args, "--cache", KernelCache::default_path()));
+  std::vector<std::string> recipes;
+  const std::string list = arg(args, "--recipes", "");
+  if (list.empty())
+    for (const auto& p : presets()) recipes.emplace_back(p.name);
+  else
+    recipes = split(list, ';');
+  const std::array<DType, 3> dtypes{DType::f32, DType::f16, DType::bf16};
+  std::size_t total = 0;
+  const auto t0 = Clock::now();
+  for (const auto& r : recipes)
+    total += compile_recipe(parse_recipe(r), arg(args, "--arch", "sm_90a"), &cache, dtypes).size();
+  fmt::print("{} kernels of {} recipes in {} ({:.1f} s)\n", total, recipes.size(), cache.path(),
+             ms_since(t0) / 1000);
+  return 0;
+}
+
+}  // namespace
+}  // namespace fp4jit::bench
+
+int main(int argc, char** argv) {
+  using namespace fp4jit::bench;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const std::string cmd = args.empty() ? "bench" : args[0];
+  try {
+    if (cmd == "bench") return run_bench(args);
+    if (cmd == "compile-times") return run_compile_times(args);
+    if (cmd == "cache-load") return run_cache_load(args);
+    if (cmd == "precompile") return run_precompile(args);
+    fmt::print(stderr, "unknown command '{}' (bench, compile-times, cache-load, precompile)\n",
+               cmd);
+    return 2;
+  } catch (const fp4jit::Error& e) {
+    fmt::print(stderr, "quantize_bench: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,65 @@
+#include "runtime/cuda/device_memory.hpp"
+
+#include "core/error.hpp"
+
+namespace fp4jit::cuda {
+
+DeviceScope::DeviceScope(int ordinal) : d_(require_driver()) {
+  check(d_.device_get(&device_, ordinal), "cuDeviceGet");
+  check(d_.primary_ctx_retain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  const CUresult r = d_.ctx_push_current(ctx_);
+  if (r != CUDA_SUCCESS) {
+    d_.primary_ctx_release(device_);
+    check(r, "cuCtxPushCurrent");
+  }
+}
+
+DeviceScope::~DeviceScope() {
+  CUcontext popped = nullptr;
+  d_.ctx_pop_current(&popped);
+  d_.primary_ctx_release(device_);
+}
+
+void DeviceScope::synchronize() const {
+  check(d_.ctx_synchronize(), "cuCtxSynchronize");
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) check(require_driver().mem_alloc(&ptr_, bytes), "cuMemAlloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != 0) require_driver().mem_free(ptr_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ != 0) require_driver().mem_free(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* src, std::size_t bytes) {
+  if (bytes > bytes_)
+    fail(ErrorKind::invalid_argument, "upload of {} bytes into a {}-byte buffer", bytes, bytes_);
+  if (bytes > 0) check(require_driver().memcpy_htod(ptr_, src, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceBuffer::download(void* dst, std::size_t bytes) const {
+  if (bytes > bytes_)
+    fail(ErrorKind::invalid_argument, "download of {} bytes from a {}-byte buffer", bytes, bytes_);
+  if (bytes > 0) check(require_driver().memcpy_dtoh(dst, ptr_, bytes), "cuMemcpyDtoH");
+}
+
+void DeviceBuffer::fill(std::uint8_t value) {
+  if (bytes_ == 0) return;
+  const Driver& d = require_driver();
+  check(d.memset_d8_async(ptr_, value, bytes_, nullptr), "cuMemsetD8Async");
+  check(d.ctx_synchronize(), "cuCtxSynchronize");
+}
+
+}  // namespace fp4jit::cuda

@@ -1,0 +1,56 @@
+// Device memory for callers that hold host data (the CLI, tests, benchmarks): a scope with the
+// device's primary context current, and RAII buffers with host copies. Engine itself never
+// allocates caller memory; it takes device pointers from any framework.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cuda/driver.hpp"
+
+namespace fp4jit::cuda {
+
+// Retains device `ordinal`'s primary context and makes it current for the scope.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int ordinal = 0);  // throws Error(no_gpu) / Error(driver)
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  const Driver& driver() const { return d_; }
+  void synchronize() const;  // the whole context
+
+ private:
+  const Driver& d_;
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+};
+
+// cuMemAlloc'ed bytes (a context must be current).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = 0, o.bytes_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  template <class T = void>
+  T* get() const {
+    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_));
+  }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* src, std::size_t bytes);    // synchronous
+  void download(void* dst, std::size_t bytes) const;  // synchronous
+  void fill(std::uint8_t value);                      // synchronous
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace fp4jit::cuda

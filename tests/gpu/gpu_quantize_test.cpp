@@ -1,0 +1,280 @@
+// The CUDA backend on a GPU against the reference, byte for byte: every preset (and the
+// emulator's override recipes) and operand, alone and as pairs from one read; random and
+// adversarial inputs in every input type; aligned, ragged and strided shapes; outputs poisoned
+// (0xA5) before every run; dequantize and DGE. Skipped where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "reference/reference.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/cuda/device_memory.hpp"
+#include "runtime/host_tensor.hpp"
+#include "tests/emu/emu_recipes.hpp"
+#include "tests/gpu/quant_check.hpp"
+
+namespace fp4jit::test {
+namespace {
+
+class Gpu {
+ public:
+  static Gpu* get() {
+    static std::unique_ptr<Gpu> gpu = [] {
+      if (!cuda_available()) return std::unique_ptr<Gpu>();
+      return std::make_unique<Gpu>();
+    }();
+    return gpu.get();
+  }
+  Gpu()
+      : scope(0), engine([] {
+          EngineOptions o;
+          o.backend = BackendKind::cuda;
+          return o;
+        }()) {}
+  cuda::DeviceScope scope;
+  Engine engine;
+};
+
+#define REQUIRE_GPU()                                       \
+  if (Gpu::get() == nullptr) GTEST_SKIP() << "no GPU here"; \
+  Engine& engine = Gpu::get()->engine
+
+// One operand's outputs on the device, poisoned from a HostOperand.
+struct DeviceOperand {
+  cuda::DeviceBuffer codes, scales, tensor_scale, amax, index, value, count;
+  std::int64_t capacity = 0;
+  explicit DeviceOperand(const HostOperand& h)
+      : codes(h.codes.size()),
+        scales(h.scales.size()),
+        tensor_scale(4),
+        amax(4),
+        index(h.residual_index.size() * 8 + 8),
+        value(h.residual_value.size() * 4 + 4),
+        count(8),
+        capacity(static_cast<std::int64_t>(h.residual_index.size())) {
+    codes.upload(h.codes.data(), h.codes.size());
+    scales.upload(h.scales.data(), h.scales.size());
+    tensor_scale.upload(h.tensor_scale.data(), 4);
+    amax.upload(h.amax.data(), 4);
+    index.upload(h.residual_index.data(), h.residual_index.size() * 8);
+    value.upload(h.residual_value.data(), h.residual_value.size() * 4);
+    count.upload(h.residual_count.data(), 8);
+  }
+  QuantizedView view() {
+    QuantizedView v;
+    v.codes = codes.get<std::uint8_t>();
+    v.scales = scales.get();
+    v.tensor_scale = tensor_scale.get<float>();
+    v.amax = amax.get<float>();
+    v.residual_index = index.get<std::int64_t>();
+    v.residual_value = value.get<float>();
+    v.residual_count = count.get<std::int64_t>();
+    v.residual_capacity = capacity;
+    return v;
+  }
+  void download(HostOperand& h) const {
+    codes.download(h.codes.data(), h.codes.size());
+    scales.download(h.scales.data(), h.scales.size());
+    tensor_scale.download(h.tensor_scale.data(), 4);
+    amax.download(h.amax.data(), 4);
+    index.download(h.residual_index.data(), h.residual_index.size() * 8);
+    value.download(h.residual_value.data(), h.residual_value.size() * 4);
+    count.download(h.residual_count.data(), 8);
+  }
+};
+
+// The input on the device, rows `pad` elements apart beyond their length.
+struct DeviceInput {
+  cuda::DeviceBuffer buffer;
+  TensorView view;
+  DeviceInput(const HostInput& in, std::int64_t pad)
+      : buffer(static_cast<std::size_t>(in.rows * (in.cols + pad) * dtype_size(in.dtype))) {
+    const std::size_t esz = static_cast<std::size_t>(dtype_size(in.dtype));
+    std::vector<std::uint8_t> host(buffer.bytes(), kPoison);
+    for (std::int64_t r = 0; r < in.rows; ++r)
+      std::memcpy(&host[r * (in.cols + pad) * esz], &in.bytes[r * in.cols * esz], in.cols * esz);
+    buffer.upload(host.data(), host.size());
+    view = TensorView{buffer.get(), in.dtype, in.rows, in.cols, in.cols + pad};
+  }
+};
+
+struct Case {
+  std::string recipe;
+  Role role;
+  bool pair;
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.recipe << " " << name(c.role) << (c.pair ? " pair" : "");
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const auto& r : emu::emu_recipes()) {
+    for (Role role : kAllRoles) out.push_back({r, role, false});
+    for (Role role : {Role::x, Role::w, Role::dy}) out.push_back({r, role, true});
+  }
+  return out;
+}
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.recipe + "_" + std::string(name(info.param.role)) +
+                  (info.param.pair ? "_pair" : "");
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+Role partner_of(Role r) {
+  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
+}
+std::int64_t round_up(std::int64_t v, std::int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+class GpuQuantize : public testing::TestWithParam<Case> {};
+
+TEST_P(GpuQuantize, MatchesReference) {
+  REQUIRE_GPU();
+  const Case& c = GetParam();
+  const Recipe recipe = parse_recipe(c.recipe);
+  const Role partner = partner_of(c.role);
+  const bool occ = recipe[c.role].occ || (c.pair && recipe[partner].occ);
+  struct Variant {
+    InputKind kind;
+    DType dtype;
+    std::int64_t free_dim, min_k;
+    std::int64_t pad;
+    std::uint64_t offset;
+  };
+  const Variant variants[] = {
+      {InputKind::random, DType::bf16, 256, 1024, 0, 0},
+      {InputKind::random, DType::f32, 37, 320, 0, 5},
+      {InputKind::random, DType::f16, 100, 160, 0, 3},
+      {InputKind::adversarial, DType::bf16, 37, 256, 0, 0},
+      {InputKind::adversarial, DType::f32, 128, 512, 0, 17},
+      {InputKind::random, DType::bf16, 64, 384, 8, 1},
+      {InputKind::adversarial, DType::f16, 200, 192, 24, 9},
+  };
+  std::uint32_t seed = 100;
+  for (const Variant& v : variants) {
+    Shape shape;
+    if (c.pair) {
+      shape.rows = round_up(v.free_dim + 32, k_multiple(recipe, partner));
+      shape.cols = round_up(v.min_k, k_multiple(recipe, c.role));
+    } else {
+      shape = shape_for(recipe, c.role, v.free_dim, v.min_k);
+    }
+    SCOPED_TRACE(fmt::format("{} {} [{}, {}] pad {} offset {}", input_kind_name(v.kind),
+                             name(v.dtype), shape.rows, shape.cols, v.pad, v.offset));
+    HostInput in = make_input(v.kind, v.dtype, shape.rows, shape.cols, ++seed, !occ);
+    DeviceInput din(in, v.pad);
+    const QuantizeArgs args{seed * 7919u, v.offset};
+    const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+    const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
+    HostOperand out(ref.layout, shape.rows * shape.cols);
+    DeviceOperand dout(out);
+    if (!c.pair) {
+      engine.quantize(recipe, c.role, din.view, dout.view(), args);
+      Gpu::get()->scope.synchronize();
+      dout.download(out);
+      ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "");
+      continue;
+    }
+    const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
+    HostOperand out_t(ref_t.layout, shape.rows * shape.cols);
+    DeviceOperand dout_t(out_t);
+    engine.quantize_pair(recipe, c.role, din.view, dout.view(), dout_t.view(), args);
+    Gpu::get()->scope.synchronize();
+    dout.download(out);
+    dout_t.download(out_t);
+    ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "") << "row-wise operand " << name(c.role);
+    ASSERT_EQ(compare(ref_t, out_t, recipe[partner].occ), "")
+        << "transposed operand " << name(partner);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, GpuQuantize, testing::ValuesIn(all_cases()), case_name);
+
+class GpuDequantize : public testing::TestWithParam<std::string> {};
+
+TEST_P(GpuDequantize, MatchesReference) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe(GetParam());
+  for (Role role : kAllRoles) {
+    const Shape shape = shape_for(recipe, role, 45, 256);
+    HostInput in =
+        make_input(InputKind::adversarial, DType::f32, shape.rows, shape.cols, 11, false);
+    QuantizedTensor q = reference::quantize(recipe, role, in.values, {.seed = 3, .offset = 0});
+    q.residual_index.clear();
+    q.residual_value.clear();
+    HostOperand stored(q.layout, 0);
+    QuantizedView hv = stored.view();
+    hv.residual_capacity = 0;
+    store_quantized(q, hv);
+    DeviceOperand dq(stored);
+    const Matrix<double> expect = reference::dequantize_operand(recipe, q);
+    for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      SCOPED_TRACE(fmt::format("operand {} out {}", name(role), name(dt)));
+      const std::size_t bytes =
+          static_cast<std::size_t>(q.layout.rows * q.layout.cols * dtype_size(dt));
+      std::vector<std::uint8_t> got(bytes, kPoison), want(bytes);
+      cuda::DeviceBuffer dout(bytes);
+      dout.upload(got.data(), bytes);
+      from_matrix(expect, TensorView{want.data(), dt, q.layout.rows, q.layout.cols, 0});
+      engine.dequantize(recipe, role, dq.view(), shape.rows, shape.cols,
+                        TensorView{dout.get(), dt, q.layout.rows, q.layout.cols, 0});
+      Gpu::get()->scope.synchronize();
+      dout.download(got.data(), bytes);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), bytes), 0);
+    }
+  }
+}
+
+TEST_P(GpuDequantize, DgeMatchesReference) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe(GetParam());
+  if (!recipe[Role::w].dge) GTEST_SKIP() << "no DGE in this recipe";
+  for (InputKind kind : {InputKind::random, InputKind::adversarial}) {
+    HostInput w = make_input(kind, DType::bf16, 300, 1002, 5, true);
+    DeviceInput dw(w, 0);
+    const Matrix<float> expect = reference::dge_factor(recipe, w.values);
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::size_t bytes = static_cast<std::size_t>(300 * 1002 * dtype_size(dt));
+      std::vector<std::uint8_t> got(bytes, kPoison), want(bytes);
+      cuda::DeviceBuffer dout(bytes);
+      dout.upload(got.data(), bytes);
+      from_matrix(expect, TensorView{want.data(), dt, 300, 1002, 0});
+      engine.dge(recipe, dw.view, TensorView{dout.get(), dt, 300, 1002, 0});
+      Gpu::get()->scope.synchronize();
+      dout.download(got.data(), bytes);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), bytes), 0)
+          << input_kind_name(kind) << " " << name(dt);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, GpuDequantize, testing::ValuesIn(emu::emu_recipes()),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(GpuEngine, DescribesTheDeviceAndRejectsHostPointers) {
+  REQUIRE_GPU();
+  EXPECT_NE(engine.description().find("cuda:"), std::string::npos) << engine.description();
+  std::printf("%s\n", engine.description().c_str());
+  const Recipe recipe = parse_recipe("mxfp4");
+  std::vector<float> host(64 * 64, 1.0f);
+  HostOperand out(engine.layout(recipe, Role::x, 64, 64), 0);
+  DeviceOperand dout(out);
+  try {
+    engine.quantize(recipe, Role::x, TensorView{host.data(), DType::f32, 64, 64, 0}, dout.view());
+    FAIL() << "a host pointer was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+  }
+}
+
+}  // namespace
+}  // namespace fp4jit::test
