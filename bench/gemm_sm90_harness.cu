@@ -70,6 +70,7 @@ struct CfgNv4N256 : GemmConfigBase {
   static constexpr int kBBlockRows = 16;
   static constexpr int BLOCK_N = 256;
   static constexpr int kPackedStages = 8, kExpandedStages = 3;
+  static constexpr bool kNvInterleave = true;
 };
 struct CfgNv4N256F32 : CfgNv4N256 { static constexpr OutType kOut = OutType::f32; };
 template <int kA>
@@ -83,6 +84,8 @@ struct CfgNv5N256 : CfgNv4N256 {
   static constexpr int kBBlockRows = 1;
 };
 struct CfgNv5N256F32 : CfgNv5N256 { static constexpr OutType kOut = OutType::f32; };
+template <class Base>
+struct Sequential : Base { static constexpr bool kNvInterleave = false; };
 struct CfgNv5N128 : CfgNv5N256 {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 10, kExpandedStages = 5;
@@ -144,7 +147,9 @@ std::vector<KernelEntry> all_kernels() {
           entry<CfgNv4N256Ab<3>>("nv4_noAB"), entry<CfgNv4N256Ab<7>>("nv4_nomma"),
           // two transform warpgroups
           entry<CfgMsT2>("ms_t2"), entry<CfgNv4T2>("nv4_t2"), entry<CfgNv5T2>("nv5_t2"),
-          entry<CfgMsT2F32>("ms_t2_f32"), entry<CfgNv4T2F32>("nv4_t2_f32")};
+          entry<CfgMsT2F32>("ms_t2_f32"), entry<CfgNv4T2F32>("nv4_t2_f32"),
+          // row-by-row nv B expansion (the previous default)
+          entry<Sequential<CfgNv4N256>>("nv4_n256_seq"), entry<Sequential<CfgNv5N256>>("nv5_n256_seq")};
 }
 
 // ---- TMA descriptors --------------------------------------------------------------------------

@@ -47,6 +47,8 @@ struct GemmConfigBase {
   // allocation, 168 with one transform warpgroup). ptxas compiles each role's code for its value;
   // the split must fit the launch allocation (traits.cuh): 128 * 104 + 256 * 200 = 384 * 168.
   static constexpr int kTransformRegs = 104, kConsumerRegs = 200;
+  // nv: expand both B rows of a thread interleaved (more independent work per instruction stream).
+  static constexpr bool kNvInterleave = false;
   // Measurement only (wrong results): 1 skips the B expansion, 2 the A expansion, 4 the wgmmas.
   static constexpr int kAblate = 0;
 };

@@ -152,24 +152,19 @@ __device__ __forceinline__ void expand_b_ms(unsigned packed_b, unsigned exp) {
   }
 }
 
-// mx: as ms, through the E4M3 table of the (row, block)'s shift.
+// mx: as ms, through the E4M3 table of the (row, block)'s shift (one unit at a time: the
+// transform's registers also hold the tile's scale codes and references).
 template <class T>
 __device__ __forceinline__ void expand_b_mx(unsigned packed_b, unsigned exp, unsigned table, const TileScales<T>& s,
                                             unsigned ref, int band) {
-  constexpr int kU = TileScales<T>::kBCodes;
-  unsigned w[kU][4], lut[kU][2];
 #pragma unroll
-  for (int k = 0; k < kU; ++k) {
+  for (int k = 0; k < TileScales<T>::kBCodes; ++k) {
     const int n = threadIdx.x / 4 + (T::kTransformThreads / 4) * k, st = threadIdx.x & 3;
-    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[k][0], w[k][1], w[k][2], w[k][3]);
-    lds64(table + 8 * lut_index(s.b[k], ref, band), lut[k][0], lut[k][1]);
-  }
+    unsigned w[4], lo[4], hi[4], lut_lo, lut_hi;
+    lds128(packed_b + n * 64 + 16 * (st ^ ((n >> 1) & 3)), w[0], w[1], w[2], w[3]);
+    lds64(table + 8 * lut_index(s.b[k], ref, band), lut_lo, lut_hi);
 #pragma unroll
-  for (int k = 0; k < kU; ++k) {
-    const int n = threadIdx.x / 4 + (T::kTransformThreads / 4) * k, st = threadIdx.x & 3;
-    unsigned lo[4], hi[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[k][i], lut[k][0], lut[k][1], lo[i], hi[i]);
+    for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, lo[i], hi[i]);
     const unsigned row = exp + n * 128;
     sts128(row + 16 * ((2 * st) ^ (n & 7)), lo[0], lo[1], lo[2], lo[3]);
     sts128(row + 16 * ((2 * st + 1) ^ (n & 7)), hi[0], hi[1], hi[2], hi[3]);
@@ -182,6 +177,50 @@ __device__ __forceinline__ unsigned nv_scale2(unsigned table, unsigned code) {
   const unsigned h = lds32(table + 2 * (code & ~1u));  // two 16-bit entries
   const unsigned v = (code & 1u) ? (h >> 16) : (h & 0xFFFFu);
   return v | (v << 16);
+}
+
+// nv, interleaved: the thread's rows (BLOCK_N a multiple of the transform threads) are expanded
+// together, half a row (steps 2h, 2h + 1 of every block) at a time: 8 independent expansions per
+// phase instead of 4, and 4 stores per row and phase.
+template <class T>
+__device__ __forceinline__ void expand_b_nv_interleaved(unsigned packed_b, unsigned exp, unsigned table,
+                                                        const TileScales<T>& s) {
+  constexpr int kRows = T::BLOCK_N / T::kTransformThreads;
+  static_assert(kRows * T::kTransformThreads == T::BLOCK_N, "rows per thread");
+  unsigned w[kRows][8], sc[kRows][4];
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
+    const int n = threadIdx.x + T::kTransformThreads * k;
+    lds128(packed_b + n * 32, w[k][0], w[k][1], w[k][2], w[k][3]);
+    lds128(packed_b + n * 32 + 16, w[k][4], w[k][5], w[k][6], w[k][7]);
+  }
+#pragma unroll
+  for (int k = 0; k < kRows; ++k)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) sc[k][b] = nv_scale2<T>(table, s.b[4 * k + b]);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    unsigned c[kRows][4][4];  // [row][chunk 4h + j][block]
+#pragma unroll
+    for (int k = 0; k < kRows; ++k)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        unsigned l0, l1, h0, h1;
+        e2m1x8_to_16bit<T::kBF16>(w[k][2 * b + h], l0, l1, h0, h1);
+        c[k][0][b] = mul16x2<T::kBF16>(l0, sc[k][b]);
+        c[k][1][b] = mul16x2<T::kBF16>(l1, sc[k][b]);
+        c[k][2][b] = mul16x2<T::kBF16>(h0, sc[k][b]);
+        c[k][3][b] = mul16x2<T::kBF16>(h1, sc[k][b]);
+      }
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {
+      const int n = threadIdx.x + T::kTransformThreads * k;
+      const unsigned row = exp + n * 128;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        sts128(row + 16 * ((4 * h + j) ^ (n & 7)), c[k][j][0], c[k][j][1], c[k][j][2], c[k][j][3]);
+    }
+  }
 }
 
 // nv: one row per thread: 32 packed bytes (4 blocks of 16) -> 8 chunks of 8 16-bit values.
@@ -348,7 +387,11 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
           sts128(hdr, nv_scale2<T>(table, cur.a[0]), nv_scale2<T>(table, cur.a[1]),
                  nv_scale2<T>(table, cur.a[2]), nv_scale2<T>(table, cur.a[3]));
         }
-        expand_b_nv<T>(pb, sm.exp(e), table, cur);
+        if constexpr (Cfg::kNvInterleave && T::BLOCK_N % T::kTransformThreads == 0) {
+          expand_b_nv_interleaved<T>(pb, sm.exp(e), table, cur);
+        } else {
+          expand_b_nv<T>(pb, sm.exp(e), table, cur);
+        }
       }
       if (tid == 0) sts32(sm.tile_info(e), kLastPass | (unit_last ? kUnitLast : 0u));
       fence_proxy_async();
