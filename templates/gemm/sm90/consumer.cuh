@@ -1,4 +1,4 @@
-// The consumer warpgroups of the sm90 GEMM (threads 128..383): each owns 64 rows of the tile.
+// The two consumer warpgroups of the sm90 GEMM (the last 256 threads): each owns 64 rows of the tile.
 // Per expanded stage a thread expands its A fragment straight into registers (rows g and g + 8 of
 // its warp's 16, 4 wgmma K steps) and issues 4 register-A wgmmas on the stage's B.
 //

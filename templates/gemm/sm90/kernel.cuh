@@ -1,15 +1,18 @@
 // fp4jit sm90 FP4 GEMM: C = epilogue(deq(A) deq(B)^T) on Hopper's FP8 (QGMMA) or 16-bit (HGMMA)
 // tensor cores, operands kept packed (E2M1, two per byte) in global memory.
 //
-// One kernel template, one config type (config.cuh). 384 threads, one CTA per SM, persistent:
-//   warpgroup 0  transform: TMA loads of packed A and B tiles (thread 0), block-scale processing,
-//                B expansion into 128-byte-swizzled K-major shared memory (transform.cuh)
-//   warpgroups 1-2  consumers: 64 rows each; A expanded straight into wgmma register fragments,
+// One kernel template, one config type (config.cuh). 384 threads (512 with a second transform
+// warpgroup), one CTA per SM, persistent:
+//   transform warpgroup(s): TMA loads of packed A and B tiles (thread 0), block-scale processing,
+//                B expansion into 128-byte-swizzled K-major shared memory, copy of the packed A
+//                tile next to it (transform.cuh)
+//   2 consumer warpgroups: 64 rows each; A expanded straight into wgmma register fragments,
 //                B from shared memory; FP32 accumulation; epilogue and split-K (consumer.cuh,
 //                epilogue.cuh)
 // Host side: two 2D tensor maps (uint8, box {kPackedRow bytes, BLOCK_M / BLOCK_N rows}, the FP8
 // path with 64-byte swizzle, the 16-bit path without), dynamic shared memory
-// GemmTraits<Cfg>::kSmemBytes, grid = min(units, SMs), 384 threads.
+// GemmTraits<Cfg>::kSmemBytes, grid = min(units, SMs), GemmTraits<Cfg>::kThreads threads;
+// bench/gemm_sm90_harness.cu does exactly this, and choose_gemm (heuristic.cuh) picks the config.
 // Preconditions (checked by the host): K a multiple of 32 (TMA row pitch K/2 a multiple of 16
 // bytes), code pointers 16-byte aligned.
 #pragma once
