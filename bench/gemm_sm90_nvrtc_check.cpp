@@ -1,6 +1,6 @@
 // NVRTC compile check of templates/gemm/sm90: the generated-stub shape (one named config type,
 // one explicit instantiation, name from nvrtcGetLoweredName) for each scale kind, sm_90a.
-//   g++ -std=c++17 -I/usr/local/cuda/include bench/gemm_sm90_nvrtc_check.cpp -L/usr/local/cuda/lib64 -lnvrtc \
+//   g++ -std=c++17 -I/usr/local/cuda/include bench/gemm_sm90_nvrtc_check.cpp -L/usr/local/cuda/lib64 -lnvrtc
 //       -o /tmp/gemm_sm90_nvrtc_check && /tmp/gemm_sm90_nvrtc_check <repo root>
 #include <nvrtc.h>
 #include <cstdio>
