@@ -323,6 +323,20 @@ TEST(RecipeCanonical, PinnedHashes) {
   EXPECT_NE(recipe_hash(parse_recipe("nvfp4:dge.clip=4")), recipe_hash(parse_recipe("nvfp4")));
 }
 
+// Equal recipes have one key: a field that does not apply (the seed of a fixed or absent sign
+// vector) does not enter the canonical form.
+TEST(RecipeCanonical, FieldsThatDoNotApplyLeaveTheKeyAlone) {
+  for (const char* text : {"nvfp4:had.seed=5", "nvfp4:xt.had.seed=5", "mxfp4:x.had.seed=9"}) {
+    const Recipe r = parse_recipe(text);
+    const Recipe base = parse_recipe(std::string(text).substr(0, 5));
+    EXPECT_TRUE(r == base) << text;
+    EXPECT_EQ(canonical(r), canonical(base)) << text;
+    for (Role role : kAllRoles) EXPECT_EQ(canonical(r, role), canonical(base, role)) << text;
+  }
+  // With random signs the seed is the sign vector.
+  EXPECT_NE(canonical(parse_recipe("ue5m3:had.seed=5")), canonical(parse_recipe("ue5m3")));
+}
+
 TEST(RecipeCanonical, PerOperandFormHoldsWhatTheOperandUses) {
   const Recipe mx = parse_recipe("mxfp4");
   for (Role role : kAllRoles) EXPECT_EQ(canonical(mx, role), canonical(mx, Role::x));

@@ -257,6 +257,31 @@ TEST_P(TwoLevel, BlockScaleAndEncodeFactor) {
   EXPECT_GT(zero_scales, 1000);  // the sweep does reach scales that round to 0
 }
 
+// The order of operations decides the last bit of s_dec, and that bit decides the rounding when
+// s_dec lies next to a midpoint of the scale format. Block amaxes around every midpoint, for
+// several tensor scales, pin the order: block_amax * (s_enc * (1/6)), not block_amax * s_enc / 6.
+TEST_P(TwoLevel, BlockScaleAtEveryRoundingBoundary) {
+  const TwoLevelCase& c = GetParam();
+  const Grid g = make_grid(c.spec);
+  int order_matters = 0;
+  for (float global : {c.scale_max * 6.0f, 1.0f, 3.0f, 0.7f, 1e-3f, 12345.0f}) {
+    const float s_enc = nx::two_level_tensor_scale(global, c.scale_max, 6.0f);
+    for (std::size_t i = 0; i + 1 < g.mag.size(); ++i) {
+      const double mid = (g.mag[i] + g.mag[i + 1]) / 2.0;
+      float block = float(mid * 6.0 / double(s_enc));
+      for (int k = 0; k < 8; ++k) block = next_down(block);
+      for (int k = 0; k < 16; ++k, block = next_up(block)) {
+        const u32 want = te_block_scale(g, block, s_enc);
+        ASSERT_EQ(nx::two_level_block_scale(c.mf, block, s_enc, 6.0f), want)
+            << "global " << global << " block " << std::hexfloat << block;
+        const float other_order = block * s_enc / 6.0f;
+        order_matters += oracle_encode(g, other_order, Round::even, true) != want;
+      }
+    }
+  }
+  EXPECT_GT(order_matters, 0);  // the sweep does separate the two orders
+}
+
 TEST_P(TwoLevel, WorkedExample) {
   const TwoLevelCase& c = GetParam();
   // global amax = scale_max * 6: s_enc = 1, and a block with amax 6 * s has decode scale s.
