@@ -266,8 +266,8 @@ void validate(const Recipe& recipe) {
       fail(ErrorKind::recipe,
            "recipe: operands {} and {} meet in the {} GEMM and must share the Hadamard transform "
            "(had={} signs={} vs had={} signs={})",
-           name(role), name(partner), role_info(role).gemm, recipe[role].had.size,
-           hadamard_signs_text(recipe[role].had), recipe[partner].had.size,
+           name(role), name(partner), role_info(role).gemm, hadamard_size_text(recipe[role].had),
+           hadamard_signs_text(recipe[role].had), hadamard_size_text(recipe[partner].had),
            hadamard_signs_text(recipe[partner].had));
   }
 }

@@ -137,6 +137,7 @@ std::string recipe_hash(const Recipe& recipe);
 
 // Field spellings shared by the parser, the canonical form and the CLI's tables.
 std::string block_text(const Block& b);
+std::string hadamard_size_text(const HadamardSpec& h);  // "none" or the size
 std::string hadamard_signs_text(const HadamardSpec& h);
 
 }  // namespace fp4jit

@@ -200,7 +200,7 @@ void append_operand(std::string& out, const OperandSpec& s, std::string_view pre
       "{0}had={7},{0}had.signs={8},{0}had.seed={9},{0}occ={10},{0}dge={11},{0}src={12},"
       "{0}qema={13}",
       prefix, name(s.elem), name(s.scale), name(s.rule), block_text(s.block), name(s.round),
-      s.sr_bits, s.had.size == 0 ? std::string("none") : std::to_string(s.had.size),
+      s.sr_bits, hadamard_size_text(s.had),
       hadamard_signs_text(s.had), s.had.signs == HadamardSpec::Signs::random ? s.had.seed : 0,
       switch_text(s.occ), switch_text(s.dge), name_of(source_names(), s.src), switch_text(s.qema));
 }
@@ -215,6 +215,10 @@ std::string block_text(const Block& b) {
     case Block::Kind::tile: return fmt::format("{}x{}", b.rows, b.cols);
   }
   return "?";
+}
+
+std::string hadamard_size_text(const HadamardSpec& h) {
+  return h.size == 0 ? std::string("none") : std::to_string(h.size);
 }
 
 std::string hadamard_signs_text(const HadamardSpec& h) {

@@ -90,7 +90,7 @@ TEST_P(Hadamard, NormIsOneOverSqrtN) {
 }
 
 std::string size_name(const ::testing::TestParamInfo<int>& info) {
-  return "N" + std::to_string(info.param);
+  return fmt::format("N{}", info.param);
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, Hadamard, ::testing::Values(16, 32, 64, 128), size_name);
 
