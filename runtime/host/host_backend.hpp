@@ -23,6 +23,9 @@ struct HostBackendOptions {
 // The config fitted to a target: vector width from its widest registers, all cores.
 HostConfig default_host_config(const HostTarget& target);
 
+// A large float buffer left uninitialized (the kernels that fill it touch it first, in parallel).
+using FloatBuffer = std::unique_ptr<float[]>;
+
 // One operand of a GEMM: its role, layout and buffers (host memory).
 struct GemmOperand {
   Role role = Role::x;
@@ -66,9 +69,9 @@ class HostBackend final : public Backend {
   void quantize_operand(const Recipe& recipe, Role role, const TensorView& src,
                         const QuantizedView& out, const QuantizeArgs& args);
   // OCC of `in`: the clamped source (float32, contiguous) and the residual, source positions.
-  std::vector<float> occ_clamp(const Recipe& recipe, const TensorView& in, OccResidual& residual);
-  std::vector<float> requant_source(const Recipe& recipe, Role role, const TensorView& in,
-                                    const QuantizeArgs& args);
+  FloatBuffer occ_clamp(const Recipe& recipe, const TensorView& in, OccResidual& residual);
+  FloatBuffer requant_source(const Recipe& recipe, Role role, const TensorView& in,
+                             const QuantizeArgs& args);
   std::vector<void*> quantize_kernel(const Recipe& recipe, Role role, DType input);
 
   HostConfig config_;

@@ -62,8 +62,8 @@ void store_residual(const OccResidual& r, const QuantizedView& out) {
 
 }  // namespace
 
-std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
-                                               const TensorView& in, const QuantizeArgs& args) {
+FloatBuffer HostBackend::requant_source(const Recipe& recipe, Role role, const TensorView& in,
+                                        const QuantizeArgs& args) {
   const Role forward = role_info(role).forward;
   if (recipe[forward].had.size != 0)
     fail(ErrorKind::unsupported,
@@ -72,14 +72,15 @@ std::vector<float> HostBackend::requant_source(const Recipe& recipe, Role role,
   const QuantLayout fl = quant_layout(recipe, forward, in.rows, in.cols);
   OwnedQuantized fq(fl, recipe[forward].occ);
   quantize(recipe, forward, in, fq.view, args, nullptr);
-  std::vector<float> source(static_cast<std::size_t>(in.rows * in.cols));
-  const TensorView out{source.data(), DType::f32, in.rows, in.cols, 0};
+  FloatBuffer source =
+      std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(in.rows * in.cols));
+  const TensorView out{source.get(), DType::f32, in.rows, in.cols, 0};
   dequantize(recipe, forward, fq.view, in.rows, in.cols, out, nullptr);  // exact in float
   return source;
 }
 
-std::vector<float> HostBackend::occ_clamp(const Recipe& recipe, const TensorView& in,
-                                          OccResidual& residual) {
+FloatBuffer HostBackend::occ_clamp(const Recipe& recipe, const TensorView& in,
+                                   OccResidual& residual) {
   std::vector<float> lo, hi;
   occ_quantiles(in, recipe.occ_alpha, *pool_, lo, hi);
   OccKernelSpec spec;
@@ -92,7 +93,8 @@ std::vector<float> HostBackend::occ_clamp(const Recipe& recipe, const TensorView
   request.emit = [spec](llvm::Module& m, const std::string& prefix) { emit_occ(m, spec, prefix); };
   const std::vector<void*> fns = kernels_->get(request);
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(in.rows));
-  std::vector<float> clamped(static_cast<std::size_t>(in.rows * in.cols));
+  FloatBuffer clamped =
+      std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(in.rows * in.cols));
   OccKernelArgs a;
   a.src = in.data;
   a.src_stride = stride_of(in);
@@ -100,7 +102,7 @@ std::vector<float> HostBackend::occ_clamp(const Recipe& recipe, const TensorView
   a.lo = lo.data();
   a.hi = hi.data();
   a.offset = offsets.data();
-  a.out = clamped.data();
+  a.out = clamped.get();
   const auto count = reinterpret_cast<RangeKernel>(fns[0]);
   const auto apply = reinterpret_cast<RangeKernel>(fns[1]);
   run_rows(*pool_, in.rows, 1, [&](std::int64_t r0, std::int64_t r1, int) { count(&a, r0, r1); });
@@ -118,17 +120,16 @@ void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
                            const QuantizedView& out, const QuantizeArgs& args, void*) {
   std::lock_guard lock(mutex_);
   const OperandSpec& s = recipe[role];
-  std::vector<float> staged;
+  FloatBuffer staged;
   if (s.src == Source::requant) staged = requant_source(recipe, role, in, args);
   OccResidual residual;
   if (s.occ) {
     const TensorView occ_in =
-        staged.empty() ? in : TensorView{staged.data(), DType::f32, in.rows, in.cols, 0};
+        !staged ? in : TensorView{staged.get(), DType::f32, in.rows, in.cols, 0};
     staged = occ_clamp(recipe, occ_in, residual);
     if (role_info(role).transposed) residual = transpose_residual(residual, in.rows, in.cols);
   }
-  const TensorView src =
-      staged.empty() ? in : TensorView{staged.data(), DType::f32, in.rows, in.cols, 0};
+  const TensorView src = !staged ? in : TensorView{staged.get(), DType::f32, in.rows, in.cols, 0};
   quantize_operand(recipe, role, src, out, args);
   store_residual(residual, out);
 }
@@ -179,7 +180,12 @@ void HostBackend::quantize_operand(const Recipe& recipe, Role role, const Tensor
     if (l.two_level)
       a.s_enc = nx::two_level_tensor_scale(amax, scale_format_max(s.scale, recipe.ue5m3),
                                            elem_max(s.elem));
-    reinterpret_cast<RangeKernel>(fns[1])(&a, 0, l.scale_count());
+    const std::int64_t per_task =
+        std::max<std::int64_t>(4096, l.scale_count() / (4 * pool_->size()));
+    pool_->run((l.scale_count() + per_task - 1) / per_task, [&](std::int64_t t, int) {
+      reinterpret_cast<RangeKernel>(fns[1])(&a, t * per_task,
+                                            std::min(l.scale_count(), (t + 1) * per_task));
+    });
     run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
       QuantizeKernelArgs mine = a;
       mine.scratch = scratch.get(worker);
