@@ -56,28 +56,22 @@ FP4JIT_HD u32 e2m1_encode(float v, Round mode, u32 rbits = 0, int sr_bits = 8) {
 
 // e2m1_encode computed from the float's bits: the same code for every input (proved by
 // tests/unit/e2m1_fast_test.cpp over every float below 6), without the float <-> integer
-// conversions of e2m1_locate, which GPUs run at a quarter of their arithmetic rate. For
-// 2^e <= a < 6 the lower grid point keeps the top mantissa bit and frac is the rest, exactly.
+// conversions of e2m1_locate (a quarter of the arithmetic rate on GPUs) and without branches
+// (selects only, so a warp never diverges on the element's range). For 1 <= a < 6 the lower
+// grid point keeps the top mantissa bit and frac is the rest of the mantissa, exactly; on
+// [0.5, 1) frac is the whole mantissa; below 0.5 frac = 2a.
 FP4JIT_HD u32 e2m1_encode_fast(float v, Round mode, u32 rbits = 0, int sr_bits = 8) {
   const u32 u = float_bits(v);
   const u32 au = u & 0x7fffffffu;
   const u32 sign = (u >> 28) & 8u;
-  if (au > 0x7f800000u) return 0u;          // NaN
-  if (au >= 0x40c00000u) return 7u | sign;  // |v| >= 6, Inf included: saturate
-  u32 lo;
-  float frac;
-  if (au < 0x3f000000u) {  // below 0.5: code 0, frac = 2a
-    lo = 0u;
-    frac = bits_float(au) * 2.0f;
-  } else if (au < 0x3f800000u) {  // [0.5, 1): code 1, frac = 2a - 1
-    lo = 1u;
-    frac = bits_float(0x3f800000u | (au & 0x7fffffu)) - 1.0f;
-  } else {  // [1, 6): exponent e in 0..2
-    lo = 2u * (au >> 23) - 252u + ((au >> 22) & 1u);
-    frac = bits_float(0x3f800000u | ((au << 1) & 0x7fffffu)) - 1.0f;
-  }
-  return (lo + (round_up(frac, (lo & 1u) != 0u, sign != 0u, mode, rbits, sr_bits) ? 1u : 0u)) |
-         sign;
+  const bool small = au < 0x3f000000u;  // below 0.5: code 0
+  const bool half = au < 0x3f800000u;   // [0.5, 1): code 1
+  const u32 lo = small ? 0u : (half ? 1u : 2u * (au >> 23) - 252u + ((au >> 22) & 1u));
+  const u32 mantissa = half ? (au & 0x7fffffu) : ((au << 1) & 0x7fffffu);
+  const float frac = small ? bits_float(au) * 2.0f : bits_float(0x3f800000u | mantissa) - 1.0f;
+  const u32 code = (lo + (round_up(frac, (lo & 1u) != 0u, sign != 0u, mode, rbits, sr_bits) ? 1u : 0u)) | sign;
+  // NaN: 0 (E2M1 has none); |v| >= 6, Inf included: saturate.
+  return au > 0x7f800000u ? 0u : (au >= 0x40c00000u ? 7u | sign : code);
 }
 
 // The two grid neighbours of v (equal when v is on the grid), for rounding toward a target

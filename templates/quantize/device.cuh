@@ -61,6 +61,13 @@ FP4JIT_DEV u32 finite_key(float x) {
   return nx::is_finite(x) ? (nx::float_bits(x) & 0x7fffffffu) : 0u;
 }
 
+// NaN results as the reference computes them on the CPU, where an operation on a NaN returns
+// that NaN quieted (x86 SSE, and AArch64 without default-NaN mode); GPU arithmetic returns the
+// canonical 0x7fffffff instead. Used where a NaN result is stored for the caller.
+FP4JIT_DEV float host_nan(float x) {
+  return nx::bits_float(nx::float_bits(x) | 0x00400000u);
+}
+
 // Correctly rounded double operations (never contracted).
 FP4JIT_DEV double dmul_rn(double a, double b) {
 #if defined(__CUDA_ARCH__)

@@ -24,8 +24,9 @@ __global__ void __launch_bounds__(Cfg::threads) dge_apply(DgeArgs a) {
     const float amax = stat == kNonFinite ? nx::bits_float(0x7f800000u) : nx::bits_float(stat);
     const int e = nx::scale_ms_pow2_exponent(amax, elem_max(Op::elem));
     const float w = load_one<Cfg::in>(a.w, r * a.w_stride + c);
+    const float scaled = nx::is_nan(w) ? host_nan(w) : nx::mul_rn(w, nx::pow2f(e));
     store_value<Cfg::out>(a.out, r * a.out_stride + c,
-                          nx::dge_factor(nx::mul_rn(w, nx::pow2f(e)), Cfg::dge_k, Cfg::dge_clip));
+                          nx::dge_factor(scaled, Cfg::dge_k, Cfg::dge_clip));
   }
 }
 

@@ -34,6 +34,11 @@ FP4JIT_DEV float key_value(u32 k) {
 FP4JIT_DEV float occ_clamp(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
+// x - clamp(x): NaN is never clamped but still listed (clamp(NaN) != NaN), with the reference's
+// NaN - NaN = that NaN.
+FP4JIT_DEV float residual(float x, float lo, float hi) {
+  return nx::is_nan(x) ? host_nan(x) : nx::add_rn(x, -occ_clamp(x, lo, hi));
+}
 
 // The digit d (0..255) of the k-th smallest key among those counted in hist, and k made relative
 // to the keys with that digit. Run by one full warp.
@@ -213,7 +218,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
           if (!(flags & (1u << e))) continue;
           if (pos < a.capacity) {
             a.index[pos] = row * a.cols + c0 + e;
-            a.value[pos] = nx::add_rn(x[e], -occ_clamp(x[e], lo, hi));
+            a.value[pos] = residual(x[e], lo, hi);
           }
           ++pos;
         }
@@ -259,7 +264,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
           const i64 i = i0 + warp * kRowsPerWarp + q;
           if (pos < a.capacity) {
             a.index[pos] = j * a.rows + i;
-            a.value[pos] = nx::add_rn(x[q], -occ_clamp(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]));
+            a.value[pos] = residual(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]);
           }
           ++pos;
         }

@@ -148,7 +148,8 @@ FP4JIT_DEV void encode_vec(const float (&v)[kVec], const SegmentScales<Op>& sc, 
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
     const BlockScale& b = sc.at(e);
-    code[e] = b.nan ? 0u : encode_element<Op>(apply_scale<Op>(v[e], b), rbits[e]);
+    const u32 c = encode_element<Op>(apply_scale<Op>(v[e], b), rbits[e]);  // no branch per element
+    code[e] = b.nan ? 0u : c;
   }
 }
 
