@@ -6,9 +6,9 @@
 
 #include <cstdlib>
 
-#include "codegen/host/dequantize_ir.hpp"
 #include "codegen/host/quantize_ir.hpp"
 #include "runtime/host/host_run.hpp"
+#include "runtime/host/requests.hpp"
 
 namespace fp4jit::host {
 
@@ -39,21 +39,7 @@ std::string HostBackend::description() const {
 }
 
 std::vector<void*> HostBackend::quantize_kernel(const Recipe& recipe, Role role, DType input) {
-  QuantizeKernelSpec spec;
-  spec.op = recipe[role];
-  spec.role = role;
-  spec.input = input;
-  spec.ue5m3 = recipe.ue5m3;
-  spec.config = config_;
-  KernelRequest request;
-  request.op = "quantize";
-  request.key_text = fmt::format("op=quantize;operand={};role={};input={};mode=rowwise;config={}",
-                                 canonical(recipe, role), name(role), name(input), config_.text());
-  request.entries = {"stats", "scales", "encode", "fused"};
-  request.emit = [spec](llvm::Module& m, const std::string& prefix) {
-    emit_quantize(m, spec, prefix);
-  };
-  return kernels_->get(request);
+  return kernels_->get(quantize_request(recipe, role, input, config_));
 }
 
 void HostBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
@@ -61,21 +47,8 @@ void HostBackend::dequantize(const Recipe& recipe, Role role, const QuantizedVie
                              const TensorView& out, void*) {
   std::lock_guard lock(mutex_);
   const QuantLayout l = quant_layout(recipe, role, source_rows, source_cols);
-  DequantizeKernelSpec spec;
-  spec.op = recipe[role];
-  spec.output = out.dtype;
-  spec.ue5m3 = recipe.ue5m3;
-  spec.config = config_;
-  KernelRequest request;
-  request.op = "dequantize";
-  request.key_text =
-      fmt::format("op=dequantize;operand={};role={};output={};config={}", canonical(recipe, role),
-                  name(role), name(out.dtype), config_.text());
-  request.entries = {"dequantize"};
-  request.emit = [spec](llvm::Module& m, const std::string& prefix) {
-    emit_dequantize(m, spec, prefix);
-  };
-  const auto fn = reinterpret_cast<RangeKernel>(kernels_->get(request)[0]);
+  const auto fn = reinterpret_cast<RangeKernel>(
+      kernels_->get(dequantize_request(recipe, role, out.dtype, config_))[0]);
   DequantizeKernelArgs a;
   a.codes = in.codes;
   a.row_bytes = l.row_bytes;
@@ -92,23 +65,8 @@ void HostBackend::dequantize(const Recipe& recipe, Role role, const QuantizedVie
 void HostBackend::dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void*) {
   std::lock_guard lock(mutex_);
   const QuantLayout l = quant_layout(recipe, Role::w, w.rows, w.cols);
-  QuantizeKernelSpec spec;
-  spec.op = recipe[Role::w];
-  spec.op.had = {};  // the DGE factor is taken of W itself
-  spec.role = Role::w;
-  spec.input = w.dtype;
-  spec.output = out.dtype;
-  spec.config = config_;
-  spec.dge_k = recipe.dge_k;
-  spec.dge_clip = recipe.dge_clip;
-  KernelRequest request;
-  request.op = "dge";
-  request.key_text =
-      fmt::format("op=dge;operand={};role=w;input={};output={};config={}",
-                  canonical(recipe, Role::w), name(w.dtype), name(out.dtype), config_.text());
-  request.entries = {"stats", "dge"};
-  request.emit = [spec](llvm::Module& m, const std::string& prefix) { emit_dge(m, spec, prefix); };
-  const std::vector<void*> fns = kernels_->get(request);
+  const int band = QuantizeKernelSpec{.op = recipe[Role::w], .config = config_}.band_rows();
+  const std::vector<void*> fns = kernels_->get(dge_request(recipe, w.dtype, out.dtype, config_));
   QuantizeKernelArgs a;
   a.src = w.data;
   a.src_stride = w.row_stride == 0 ? w.cols : w.row_stride;
@@ -117,17 +75,42 @@ void HostBackend::dge(const Recipe& recipe, const TensorView& w, const TensorVie
   a.codes = static_cast<std::uint8_t*>(out.data);
   a.row_bytes = out.row_stride == 0 ? out.cols : out.row_stride;
   a.scale_cols = l.scale_cols;
-  StatsBuffers stats(*pool_, spec.op.block, l);
+  StatsBuffers stats(*pool_, recipe[Role::w].block, l);
   std::uint32_t amax = 0;
-  run_stats(*pool_, spec.band_rows(), l.rows, l.cols, a, reinterpret_cast<RangeKernel>(fns[0]),
-            stats, amax);
+  run_stats(*pool_, band, l.rows, l.cols, a, reinterpret_cast<RangeKernel>(fns[0]), stats, amax);
   a.stats = stats.merged();
-  ScratchBuffers scratch(*pool_, spec.band_rows(), l.cols);
-  run_rows(*pool_, l.rows, spec.band_rows(), [&](std::int64_t r0, std::int64_t r1, int worker) {
+  ScratchBuffers scratch(*pool_, band, l.cols);
+  run_rows(*pool_, l.rows, band, [&](std::int64_t r0, std::int64_t r1, int worker) {
     QuantizeKernelArgs mine = a;
     mine.scratch = scratch.get(worker);
     reinterpret_cast<RangeKernel>(fns[1])(&mine, r0, r1);
   });
+}
+
+int HostBackend::precompile(const Recipe& recipe, std::span<const DType> dtypes) {
+  std::lock_guard lock(mutex_);
+  std::vector<KernelRequest> requests;
+  for (DType d : dtypes) {
+    for (Role role : kAllRoles) {
+      requests.push_back(quantize_request(recipe, role, quantize_input(recipe, role, d), config_));
+      requests.push_back(dequantize_request(recipe, role, d, config_));
+      if (recipe[role].occ)
+        requests.push_back(
+            occ_request(recipe[role].src == Source::requant ? DType::f32 : d, config_));
+      if (recipe[role].src == Source::requant) {
+        const Role forward = role_info(role).forward;
+        requests.push_back(
+            quantize_request(recipe, forward, quantize_input(recipe, forward, d), config_));
+        requests.push_back(dequantize_request(recipe, forward, DType::f32, config_));
+      }
+    }
+    if (recipe[Role::w].dge) requests.push_back(dge_request(recipe, d, d, config_));
+  }
+  for (Role role : {Role::x, Role::dy, Role::dyt})
+    requests.push_back(gemm_request(recipe, role, role_info(role).partner, config_));
+  const std::int64_t before = kernels_->stats().compiled;
+  for (const KernelRequest& r : requests) kernels_->get(r);
+  return static_cast<int>(kernels_->stats().compiled - before);
 }
 
 }  // namespace fp4jit::host

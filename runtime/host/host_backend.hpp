@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "codegen/host/host_config.hpp"
 #include "runtime/backend.hpp"
@@ -60,6 +61,12 @@ class HostBackend final : public Backend {
   // The operands must come from `recipe` with matching K and Hadamard transforms.
   void gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
             std::int64_t ldc, const GemmResidual* residual = nullptr);
+
+  // Builds (or loads from the cache) every kernel `recipe` needs for tensors of `dtypes`:
+  // quantize and dequantize of every operand, OCC, double quantization, DGE and the three GEMMs.
+  // Returns how many were compiled (the rest came from the cache or memory). For
+  // `fp4jit compile --backend host` and cache warm-up.
+  int precompile(const Recipe& recipe, std::span<const DType> dtypes);
 
   const HostConfig& config() const { return config_; }
   int threads() const { return pool_->size(); }

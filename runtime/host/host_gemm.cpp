@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "codegen/host/gemm_ir.hpp"
 #include "numerics/common.cuh"
 #include "runtime/host/host_backend.hpp"
+#include "runtime/host/requests.hpp"
 
 namespace fp4jit::host {
 
@@ -44,19 +44,7 @@ void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOpe
                        std::int64_t ldc, const GemmResidual* residual) {
   std::lock_guard lock(mutex_);
   check(recipe, a, b);
-  GemmKernelSpec spec;
-  spec.a = recipe[a.role];
-  spec.b = recipe[b.role];
-  spec.ue5m3 = recipe.ue5m3;
-  spec.config = config_;
-  KernelRequest request;
-  request.op = "gemm";
-  request.key_text =
-      fmt::format("op=gemm;a={};b={};roles={},{};config={}", canonical(recipe, a.role),
-                  canonical(recipe, b.role), name(a.role), name(b.role), config_.gemm_text());
-  request.entries = {"pack_a", "pack_b", "compute"};
-  request.emit = [spec](llvm::Module& m, const std::string& prefix) { emit_gemm(m, spec, prefix); };
-  const std::vector<void*> fns = kernels_->get(request);
+  const std::vector<void*> fns = kernels_->get(gemm_request(recipe, a.role, b.role, config_));
 
   const std::int64_t m = a.layout.rows, n = b.layout.rows, k = a.layout.cols;
   const std::int64_t mr = config_.gemm_mr, nr = config_.gemm_nr;

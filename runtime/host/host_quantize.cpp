@@ -5,13 +5,13 @@
 #include <cstring>
 #include <utility>
 
-#include "codegen/host/occ_ir.hpp"
 #include "codegen/host/quantize_ir.hpp"
 #include "numerics/common.cuh"
 #include "numerics/scale.cuh"
 #include "runtime/host/host_backend.hpp"
 #include "runtime/host/host_run.hpp"
 #include "runtime/host/occ.hpp"
+#include "runtime/host/requests.hpp"
 
 namespace fp4jit::host {
 
@@ -83,15 +83,7 @@ FloatBuffer HostBackend::occ_clamp(const Recipe& recipe, const TensorView& in,
                                    OccResidual& residual) {
   std::vector<float> lo, hi;
   occ_quantiles(in, recipe.occ_alpha, *pool_, lo, hi);
-  OccKernelSpec spec;
-  spec.input = in.dtype;
-  spec.config = config_;
-  KernelRequest request;
-  request.op = "occ";
-  request.key_text = fmt::format("op=occ;input={};config={}", name(in.dtype), config_.text());
-  request.entries = {"count", "apply"};
-  request.emit = [spec](llvm::Module& m, const std::string& prefix) { emit_occ(m, spec, prefix); };
-  const std::vector<void*> fns = kernels_->get(request);
+  const std::vector<void*> fns = kernels_->get(occ_request(in.dtype, config_));
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(in.rows));
   FloatBuffer clamped =
       std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(in.rows * in.cols));

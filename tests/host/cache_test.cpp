@@ -138,3 +138,35 @@ TEST(HostEngine, EngineRunsTheHostBackend) {
 
 }  // namespace
 }  // namespace fp4jit::host::test
+
+namespace fp4jit::host::test {
+namespace {
+
+TEST(HostCache, PrecompileFillsTheCacheForALaterProcess) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp4jit_host_pre_" + std::to_string(::getpid()));
+  const std::string db = (dir / "cache.db").string();
+  const DType dtypes[] = {DType::bf16};
+  for (const char* text : {"msfp4", "tetrajet"}) {
+    HostBackend first(with_cache(db));
+    EXPECT_GT(first.precompile(parse_recipe(text), dtypes), 0) << text;
+    HostBackend second(with_cache(db));
+    EXPECT_EQ(second.precompile(parse_recipe(text), dtypes), 0) << text;
+    // and the ops then find every kernel (NO_COMPILE would fail otherwise)
+    ::setenv("FP4JIT_NO_COMPILE", "1", 1);
+    HostBackend third(with_cache(db));
+    const Recipe recipe = parse_recipe(text);
+    for (Role role : kAllRoles) {
+      const auto [sr, sc] = source_shape(role, 64, 64);
+      HostTensor t = make_tensor(random_matrix(sr, sc, 1), DType::bf16);
+      Buffers out(quant_layout(recipe, role, sr, sc));
+      EXPECT_NO_THROW(third.quantize(recipe, role, t.view(), out.view(), {}, nullptr))
+          << text << " " << name(role);
+    }
+    ::unsetenv("FP4JIT_NO_COMPILE");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fp4jit::host::test
