@@ -198,7 +198,7 @@ std::optional<CacheEntry> KernelCache::get(const std::string& key_hash) {
     return std::nullopt;
   }
   st.bind_text(1, key_hash);
-  const int rc = st.step();
+  const int rc = st.step_retrying();
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) {
     impl_->on_error(rc, "lookup");
@@ -256,7 +256,7 @@ bool KernelCache::put(const CacheEntry& entry) {
   st.bind_text(10, sha256_hex(entry.binary));
   st.bind_double(11, entry.compile_ms);
   st.bind_int64(12, unix_now());
-  const int rc = st.step();
+  const int rc = st.step_retrying();
   if (rc != SQLITE_DONE) {
     impl_->on_error(rc, "store");
     return false;

@@ -31,6 +31,18 @@ class SqliteStmt {
   void bind_double(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   void bind_int64(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   int step() { return sqlite3_step(stmt_); }
+  // Steps, retrying while another connection holds a lock SQLite would not wait for itself
+  // (the busy timeout covers most cases, not every WAL transition), for up to `max_wait_ms`.
+  int step_retrying(int max_wait_ms = 60000) {
+    int rc = sqlite3_step(stmt_);
+    for (int waited = 0, pause = 1; (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && waited < max_wait_ms;
+         waited += pause, pause = pause < 64 ? pause * 2 : pause) {
+      sqlite3_reset(stmt_);
+      sqlite3_sleep(pause);
+      rc = sqlite3_step(stmt_);
+    }
+    return rc;
+  }
 
   std::string column_text(int i) const {
     const auto* p = sqlite3_column_text(stmt_, i);

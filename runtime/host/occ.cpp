@@ -4,14 +4,11 @@
 #include <cmath>
 
 #include "numerics/common.cuh"
+#include "numerics/occ.cuh"
 
 namespace fp4jit::host {
 
 namespace {
-
-bool nan_last(float a, float b) {
-  return std::isnan(b) ? !std::isnan(a) : a < b;
-}
 
 struct Quantiles {
   float lo, hi;
@@ -36,29 +33,17 @@ Quantiles quantiles(const float* row, std::int64_t n, std::int64_t lo_index, std
                     std::vector<float>& work) {
   float lo, hi;
   if (4 * lo_index < n && 4 * (n - 1 - hi_index) < n) {  // tails: heaps of the few extreme values
-    lo = kth(row, n, lo_index, nan_last, work);
+    lo = kth(row, n, lo_index, nx::occ_less, work);
     hi = kth(
-        row, n, n - 1 - hi_index, [](float a, float b) { return nan_last(b, a); }, work);
+        row, n, n - 1 - hi_index, [](float a, float b) { return nx::occ_less(b, a); }, work);
   } else {
     work.assign(row, row + n);
-    std::nth_element(work.begin(), work.begin() + lo_index, work.end(), nan_last);
+    std::nth_element(work.begin(), work.begin() + lo_index, work.end(), nx::occ_less);
     lo = work[static_cast<std::size_t>(lo_index)];
-    std::nth_element(work.begin() + lo_index, work.begin() + hi_index, work.end(), nan_last);
+    std::nth_element(work.begin() + lo_index, work.begin() + hi_index, work.end(), nx::occ_less);
     hi = work[static_cast<std::size_t>(hi_index)];
   }
-  const bool zero_quantile = lo == 0.0f || hi == 0.0f;
-  if (!zero_quantile) return {lo, hi};
-  bool pos = false, neg = false;
-  for (std::int64_t c = 0; c < n; ++c) {
-    if (row[c] == 0.0f) (std::signbit(row[c]) ? neg : pos) = true;
-  }
-  if (!(pos && neg)) return {lo, hi};
-  // The sign of a zero quantile depends on the sort's order of equal elements: sort as the
-  // reference does.
-  work.assign(row, row + n);
-  std::sort(work.begin(), work.end(),
-            [](float a, float b) { return std::isnan(b) ? !std::isnan(a) : a < b; });
-  return {work[static_cast<std::size_t>(lo_index)], work[static_cast<std::size_t>(hi_index)]};
+  return {lo, hi};  // occ_less is a total order: the k-th value is unique, sign of zero included
 }
 
 }  // namespace

@@ -192,6 +192,8 @@ TEST_F(CacheTest, ProcessesWritingAtOnceLoseNothing) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      // A failure is reported on stderr with the warning that explains it.
+      set_log_sink([](LogLevel, std::string_view m) { fmt::print(stderr, "writer: {}\n", m); });
       int failures = 0;
       KernelCache cache(db_path());
       for (int i = 0; i < kEach; ++i) {
@@ -199,6 +201,7 @@ TEST_F(CacheTest, ProcessesWritingAtOnceLoseNothing) {
         if (!cache.put(entry("shared", static_cast<std::uint8_t>(p)))) ++failures;  // same key from all
         if (!cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash)) ++failures;
       }
+      if (failures != 0) fmt::print(stderr, "writer {}: {} failed operations\n", p, failures);
       _exit(failures == 0 ? 0 : 1);
     }
     children.push_back(pid);
