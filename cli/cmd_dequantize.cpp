@@ -1,7 +1,8 @@
-// fp4jit dequantize --in DIR --out Y.npy [--dtype D] [--operand-layout] [--no-residual]
+// fp4jit dequantize --in DIR --out Y.npy [--dtype D] [--operand-layout] [--no-residual] [--backend B]
 //                   [--compare X.npy]
 #include <memory>
 
+#include "cli/backend_run.hpp"
 #include "cli/commands.hpp"
 #include "cli/npy.hpp"
 #include "cli/stored.hpp"
@@ -13,7 +14,7 @@ namespace fp4jit::cli {
 namespace {
 
 struct DequantizeOptions {
-  std::string in, out, dtype = "float32", compare;
+  std::string in, out, dtype = "float32", compare, backend = "auto", cache;
   bool operand_layout = false, no_residual = false, quiet = false;
 };
 
@@ -33,13 +34,15 @@ void run_dequantize(const DequantizeOptions& o) {
   Stopwatch clock;
   const StoredOperand st = load_quantized(o.in);
   const OperandSpec& s = st.recipe[st.q.role];
-  Matrix<double> y;
+  BackendRunner backend(o.backend, o.cache);
+  Matrix<double> y = backend.kind() == BackendKind::reference
+                         ? reference::dequantize_operand(st.recipe, st.q)
+                         : backend.dequantize_operand(st.recipe, st.q);
   std::vector<std::int64_t> shape;
   if (o.operand_layout) {
-    y = reference::dequantize_operand(st.recipe, st.q);
     shape = {y.rows, y.cols};
   } else {
-    y = reference::dequantize_source(st.recipe, st.q, !o.no_residual);
+    y = reference::operand_to_source(st.recipe, st.q, std::move(y), !o.no_residual);
     shape = st.source.shape;
     if (y.rows * y.cols != static_cast<std::int64_t>(y.data.size()))
       fail(ErrorKind::internal, "dequantize: inconsistent output size");
@@ -52,6 +55,7 @@ void run_dequantize(const DequantizeOptions& o) {
   fmt::print("fp4jit dequantize: {} ({} operand {} of recipe {})\n", o.in,
              role_info(st.q.role).gemm, name(st.q.role), st.recipe.preset);
   fmt::print("  output     {}: {} {}, {}\n", o.out, name(dtype), shape_text(shape), domain);
+  fmt::print("  backend    {}\n", backend.description());
   if (!o.operand_layout)
     fmt::print(
         "  undone     {}{}{}\n", role_info(st.q.role).transposed ? "transpose, " : "",
@@ -82,6 +86,12 @@ void add_dequantize_command(CLI::App& app) {
       "Write the operand as the GEMM consumes it: [rows, K] K-major, in the transformed "
       "(Hadamard) domain, without the OCC residual: decode(code) * decode(scale) [/ s_enc]");
   cmd->add_flag("--no-residual", o->no_residual, "Do not add the OCC residual back");
+  cmd->add_option("--backend", o->backend,
+                  "Backend that decodes the operand: cuda, host, reference or auto (undoing the "
+                  "transpose, Hadamard and residual is done on the host)")
+      ->check(one_of("backend", backend_option_names()))
+      ->capture_default_str();
+  cmd->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, ...)");
   cmd->add_option("--compare", o->compare,
                   "Also print the relative Frobenius error of the output against this .npy tensor");
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing on success");

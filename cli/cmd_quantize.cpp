@@ -1,6 +1,7 @@
-// fp4jit quantize --recipe SPEC [--operand R] [--backend reference] --in X.npy --out DIR
+// fp4jit quantize --recipe SPEC [--operand R] [--backend auto|cuda|host|reference] --in X.npy --out DIR
 #include <memory>
 
+#include "cli/backend_run.hpp"
 #include "cli/commands.hpp"
 #include "cli/npy.hpp"
 #include "cli/stored.hpp"
@@ -12,7 +13,7 @@ namespace fp4jit::cli {
 namespace {
 
 struct QuantizeOptions {
-  std::string recipe, operand = "x", backend = "reference", in, out;
+  std::string recipe, operand = "x", backend = "auto", cache, in, out;
   std::uint64_t seed = 0, offset = 0;
   bool quiet = false;
 };
@@ -32,7 +33,7 @@ struct Timings {
   double read_ms = 0, quantize_ms = 0, write_ms = 0, check_ms = 0;
 };
 
-void print_report(const QuantizeOptions& o, const StoredOperand& st, const npy::FloatTensor& in,
+void print_report(const QuantizeOptions& o, const std::string& backend, const StoredOperand& st, const npy::FloatTensor& in,
                   const ErrorStats& err, const Timings& t,
                   const std::vector<std::filesystem::path>& written) {
   const Recipe& r = st.recipe;
@@ -44,8 +45,8 @@ void print_report(const QuantizeOptions& o, const StoredOperand& st, const npy::
   const ScaleRange range = scale_range(r, q);
   const std::int64_t bytes_in = in.matrix.size() * dtype_size(in.dtype);
   const std::int64_t bytes_out = stored_bytes(q);
-  fmt::print("fp4jit quantize: recipe {} (sha256 {}), {} backend\n", r.preset,
-             recipe_hash(r).substr(0, 16), o.backend);
+  fmt::print("fp4jit quantize: recipe {} (sha256 {})\n", r.preset, recipe_hash(r).substr(0, 16));
+  fmt::print("  backend    {}\n", backend);
   fmt::print("  input      {}: {} {} -> matrix [{}, {}]\n", o.in, name(in.dtype),
              shape_text(in.shape), in.matrix.rows, in.matrix.cols);
   fmt::print("  operand    {} ({} GEMM): {}; [{}, {}] K-major{}\n", name(q.role), info.gemm,
@@ -93,14 +94,12 @@ void run_quantize(const QuantizeOptions& o) {
   Stopwatch clock;
   const npy::FloatTensor in = npy::read_float_tensor(o.in);
   t.read_ms = clock.ms();
-  reference::QuantizeOptions qo;
-  qo.seed = o.seed;
-  qo.offset = o.offset;
+  BackendRunner backend(o.backend, o.cache);
   StoredOperand st;
   st.recipe = recipe;
   st.source = {o.in, in.shape, in.dtype, in.matrix.rows, in.matrix.cols};
-  Stopwatch quantize_clock;
-  st.q = reference::quantize(recipe, role, in.matrix, qo);
+  Stopwatch quantize_clock;  // includes kernel generation and compilation on a cold cache
+  st.q = backend.quantize(recipe, role, in.matrix, in.dtype, o.seed, o.offset);
   t.quantize_ms = quantize_clock.ms();
   Stopwatch write_clock;
   const auto written = save_quantized(o.out, st);
@@ -109,7 +108,7 @@ void run_quantize(const QuantizeOptions& o) {
   const ErrorStats err =
       relative_error(reference::dequantize_source(recipe, st.q, /*add_residual=*/true), in.matrix);
   t.check_ms = check_clock.ms();
-  if (!o.quiet) print_report(o, st, in, err, t, written);
+  if (!o.quiet) print_report(o, backend.description(), st, in, err, t, written);
 }
 
 }  // namespace
@@ -132,9 +131,15 @@ void add_quantize_command(CLI::App& app) {
                   "are the transposed copies W^T, dY^T, X^T (the input is still W, dY or X)")
       ->check(one_of("operand", roles))
       ->capture_default_str();
-  cmd->add_option("--backend", o->backend, "Backend that quantizes (only 'reference' for now)")
-      ->check(one_of("backend", {"reference"}))
+  cmd->add_option("--backend", o->backend,
+                  "Backend that quantizes: cuda (GPU kernels, NVRTC), host (CPU kernels, LLVM), "
+                  "reference (the plain C++ golden model), auto (cuda where a GPU is present, "
+                  "else host); every backend writes the same files")
+      ->check(one_of("backend", backend_option_names()))
       ->capture_default_str();
+  cmd->add_option("--cache", o->cache,
+                  "Kernel cache database (default: $FP4JIT_CACHE, else "
+                  "$XDG_CACHE_HOME/fp4jit/cache.db)");
   cmd->add_option("--in,-i", o->in, "Input tensor (.npy: float32, float16 or bfloat16)")
       ->required();
   cmd->add_option("--out", o->out,

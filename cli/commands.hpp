@@ -17,6 +17,8 @@ void add_quantize_command(CLI::App& app);
 void add_dequantize_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_dge_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_cache_commands(CLI::App& app);
 
 // An option validator that accepts exactly `names` and says so otherwise.
 CLI::Validator one_of(const std::string& what, const std::vector<std::string>& names);

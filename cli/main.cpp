@@ -62,7 +62,8 @@ void report(const fp4jit::Error& e) {
 int main(int argc, char** argv) {
   CLI::App app(
       "fp4jit: quantize tensors to FP4 (E2M1) and related formats with the recipes of FP4 "
-      "training (mxfp4, nvfp4, msfp4, tetrajet, ue5m3), on the CPU reference backend.\n"
+      "training (mxfp4, nvfp4, msfp4, tetrajet, ue5m3), with kernels generated for the GPU "
+      "(CUDA, NVRTC) or the CPU (LLVM), or with the plain C++ reference.\n"
       "Tensors are NumPy .npy files (float32, float16, bfloat16).",
       "fp4jit");
   app.set_version_flag("--version", "fp4jit " FP4JIT_VERSION);
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   fp4jit::cli::add_dequantize_command(app);
   fp4jit::cli::add_sample_command(app);
   fp4jit::cli::add_dge_command(app);
+  fp4jit::cli::add_compile_command(app);
+  fp4jit::cli::add_cache_commands(app);
   app.footer(  // after the subcommands, which would otherwise inherit it
 
       "Examples:\n"
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
       "  fp4jit sample --shape 1024x4096 --dtype bfloat16 --out x.npy\n"
       "  fp4jit quantize --recipe nvfp4 --in x.npy --out x.q\n"
       "  fp4jit dequantize --in x.q --out y.npy\n"
+      "  fp4jit compile --arch sm_90a --recipe nvfp4\n"
+      "  fp4jit cache list\n"
       "Run 'fp4jit COMMAND --help' for a command's options.");
   try {
     app.parse(argc, argv);

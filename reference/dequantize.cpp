@@ -45,8 +45,15 @@ Matrix<double> dequantize_operand(const Recipe& recipe, const QuantizedTensor& q
 }
 
 Matrix<double> dequantize_source(const Recipe& recipe, const QuantizedTensor& q, bool add_residual) {
+  return operand_to_source(recipe, q, dequantize_operand(recipe, q), add_residual);
+}
+
+Matrix<double> operand_to_source(const Recipe& recipe, const QuantizedTensor& q, Matrix<double> op,
+                                 bool add_residual) {
   const OperandSpec& s = recipe[q.role];
-  Matrix<double> op = dequantize_operand(recipe, q);
+  if (op.rows != q.layout.rows || op.cols != q.layout.cols)
+    fail(ErrorKind::invalid_argument, "operand {}: values are [{}, {}] but the operand is [{}, {}]",
+         name(q.role), op.rows, op.cols, q.layout.rows, q.layout.cols);
   if (s.had.size != 0) {
     // Inverse of y = c * H * S * x (H symmetric, H H = N I, c = 1/sqrt(N)): x = S * H * y * c.
     const int n = s.had.size;

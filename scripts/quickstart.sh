@@ -19,7 +19,7 @@ step "the recipes: $fp4jit recipe list"
 "$fp4jit" recipe list
 step "a test tensor: $fp4jit sample"
 "$fp4jit" sample --shape 1024x4096 --dtype bfloat16 --seed 1 --out "$work/x.npy"
-step "quantize it to NVFP4 on the CPU: $fp4jit quantize --recipe nvfp4"
+step "quantize it to NVFP4 (host CPU kernels where there is no GPU): $fp4jit quantize --recipe nvfp4"
 "$fp4jit" quantize --recipe nvfp4 --in "$work/x.npy" --out "$work/x.nvfp4"
 step "dequantize it back: $fp4jit dequantize"
 "$fp4jit" dequantize --in "$work/x.nvfp4" --out "$work/y.npy" --compare "$work/x.npy"

@@ -76,7 +76,9 @@ case_roundtrip() {  # RECIPE OPERAND DIST: quantize, dequantize, compare, check 
   grep -q '"occ": null' q/layout.json || { [[ -f q/residual_index.npy && -f q/residual_value.npy ]] || die "no residual files"; }
   local rows=64 cols=128
   [[ $op == wt || $op == dyt || $op == xt ]] && rows=128 cols=64
-  run_ok dequantize --in q --out y.npy --compare x.npy
+  # The reference decodes in double, as quantize's own error figure does (a float32 backend
+  # turns values beyond FLT_MAX into Inf before comparing).
+  run_ok dequantize --in q --out y.npy --compare x.npy --backend reference
   expect_shape y.npy "(64, 128)"
   local eq ed
   eq=$(rel_error quantize.txt)
@@ -139,7 +141,10 @@ case_errors() {
   expect_exit 1 "hdr\.npy: malformed \.npy header" quantize -r nvfp4 --in hdr.npy --out q
   expect_exit 1 "missing\.npy: cannot open" quantize -r nvfp4 --in missing.npy --out q
   expect_exit 1 "x\.npy: exists and is not a directory" quantize -r nvfp4 --in x.npy --out x.npy
-  expect_exit 2 "unknown backend 'cuda' \(valid: reference\)" quantize -r nvfp4 --backend cuda --in x.npy --out q
+  expect_exit 2 "unknown backend 'gpu' \(valid: auto, cuda, host, reference\)" quantize -r nvfp4 --backend gpu --in x.npy --out q
+  if ! command -v nvidia-smi >/dev/null 2>&1; then  # where no GPU is, asking for one says so
+    expect_exit 1 "CUDA" quantize -r nvfp4 --backend cuda --in x.npy --out q
+  fi
   expect_exit 2 "unknown operand 'y'" quantize -r nvfp4 --operand y --in x.npy --out q
   expect_exit 2 "--out is required" quantize -r nvfp4 --in x.npy
   expect_exit 2 "unknown dtype 'int8'" dequantize --in q --out y.npy --dtype int8
@@ -234,6 +239,50 @@ case_dge() {
   expect_shape f.npy "(16, 64)"
   [[ $(npy_header f.npy) == *"'<f4'"* ]] || die "f.npy is not float32"
   grep -q 'factor range' out.txt || die "no factor range printed"
+}
+
+case_backends() {  # RECIPE OPERAND DIST: every backend present writes the same bytes
+  local recipe=$1 op=$2 dist=$3 backends=(reference host)
+  command -v nvidia-smi >/dev/null 2>&1 && backends+=(cuda)
+  export FP4JIT_CACHE=$PWD/cache.db
+  run_ok sample --shape 64x128 --dist "$dist" --dtype bfloat16 --seed 7 --out x.npy
+  for b in "${backends[@]}"; do
+    run_ok quantize --recipe "$recipe" --operand "$op" --backend "$b" --in x.npy --out "q_$b" --seed 9 --offset 3
+    grep -q "backend    $b" out.txt || die "quantize did not run on the $b backend"
+  done
+  for b in "${backends[@]:1}"; do
+    for f in q_reference/*.npy; do
+      cmp -s "$f" "q_$b/$(basename "$f")" || die "$b wrote a different $(basename "$f") than the reference"
+    done
+    run_ok dequantize --in "q_$b" --backend "$b" --out "y_$b.npy" --operand-layout
+    run_ok dequantize --in "q_$b" --backend reference --out "y_ref_$b.npy" --operand-layout
+    cmp -s "y_$b.npy" "y_ref_$b.npy" || die "$b dequantizes differently from the reference"
+  done
+}
+
+case_compile() {  # ahead-of-time compile into a cache, then a run that must not compile
+  local db=$PWD/k.db
+  run_ok compile --arch host --recipe mxfp4 --dtype float32 --cache "$db"
+  run_ok cache list --cache "$db"
+  local n
+  n=$(tail -1 out.txt | awk '{print $1}')
+  [[ $n -gt 0 ]] || die "compile stored no kernels"
+  run_ok sample --shape 32x64 --out x.npy
+  FP4JIT_NO_COMPILE=1 run_ok quantize -r mxfp4 --backend host --cache "$db" --in x.npy --out q
+  FP4JIT_NO_COMPILE=1 expect_exit 1 "FP4JIT_NO_COMPILE" quantize -r nvfp4 --backend host --cache "$db" --in x.npy --out q2
+  local prefix
+  prefix=$("$BIN" cache list --cache "$db" | head -1 | cut -c1-12)
+  run_ok cache show --cache "$db" "$prefix"
+  grep -q '^--- source ---' out.txt || die "cache show printed no source"
+  if "$BIN" compile --arch sm_90a --recipe mxfp4 --cache "$db" -q >out.txt 2>err.txt; then
+    grep -q 'kernels of recipe mxfp4 for sm_90a' out.txt || die "no sm_90a summary"
+    run_ok compile --arch sm_100a --recipe nvfp4 --cache "$db" -q
+  else
+    grep -q "without CUDA\|NVRTC" err.txt || die "sm_90a compile failed: $(cat err.txt)"
+  fi
+  run_ok cache clear --cache "$db"
+  run_ok cache list --cache "$db"
+  grep -q '^0 entries' out.txt || die "cache clear left entries"
 }
 
 "case_$CASE" "$@"
