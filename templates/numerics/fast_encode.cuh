@@ -1,0 +1,137 @@
+// Exact shortcuts for the kernels' hot loops: the same results as e2m1_encode and mf_encode
+// (proved over every relevant float by tests/unit/fast_encode_test.cpp), in a handful of
+// instructions each.
+//
+// E2M1 by one fused multiply-add. For a = min(|v|, 6) the grid interval is chosen by the
+// exponent of t = max(a, 1): k = 2^(128 - e8(t)) is 2, 1, 0.5 on [0, 2), [2, 4), [4, 6], and
+// y = a * k maps the interval's grid points to consecutive integers, with the lower code
+// n_lo + off, off = 2 * (e8(t) - 127) = 256 - (bits(k) >> 22). One FMA of y into 2^23 (where
+// floats are spaced by 1) rounds y once to an integer, in the FMA's rounding mode:
+//   even        n = rn(y)                               (parity of n = parity of the code)
+//   away        n = (rz(2y + 1)) >> 1 = floor(y + 1/2)
+//   zero        n = (ru(2y)) >> 1     = ceil(y - 1/2)
+//   stochastic  n = ceil((ceil(2^(R+1) y) - (2r + 1)) / 2^(R+1)) = floor(y) + [frac(y) > (r + 1/2)
+//   / 2^R]
+//               = the step-up rule of nx::round_up (r + 1/2 < frac * 2^R), one RU FMA and a shift
+// and code = n + off. Every FMA addend is an integer in [2^23, 2^24), so it is exact, and the
+// exact result stays in [2^23, 2^24).
+#pragma once
+#include "numerics/common.cuh"
+#include "numerics/minifloat.cuh"
+#include "numerics/rounding.cuh"
+
+namespace fp4jit::nx {
+
+enum class FmaMode : u8 { rn = 0, rz = 1, ru = 2 };
+
+// a * b + c rounded once, for a, b >= 0 finite and c an integer with the exact result in
+// [2^23, 2^24] (unit spacing). The host branch computes the same from the exact product.
+template <FmaMode kMode>
+FP4JIT_HD float fma_unit(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kMode == FmaMode::rn) return __fmaf_rn(a, b, c);
+  if constexpr (kMode == FmaMode::rz) return __fmaf_rz(a, b, c);
+  return __fmaf_ru(a, b, c);
+#else
+  const double p = static_cast<double>(a) * static_cast<double>(b);  // exact: 48 bits at most
+  const double fl = static_cast<double>(static_cast<i64>(p));        // p < 2^24: exact floor
+  const double fr = p - fl;                                          // exact
+  const double base = static_cast<double>(c) + fl;                   // an integer below 2^25
+  bool up = false;
+  if constexpr (kMode == FmaMode::rn)
+    up = fr > 0.5 || (fr == 0.5 && (static_cast<i64>(base) & 1) != 0);
+  else if constexpr (kMode == FmaMode::ru)
+    up = fr > 0.0;
+  return static_cast<float>(base + (up ? 1.0 : 0.0));
+#endif
+}
+
+// max(bits(a), bits(1.0f)) for a >= 0: the interval selector t.
+FP4JIT_HD u32 e2m1_interval(float a) {
+  const u32 u = float_bits(a);
+  return u > 0x3f800000u ? u : 0x3f800000u;
+}
+// bits(k) of the interval: 2^(128 - e8(t)).
+FP4JIT_HD u32 e2m1_kbits(u32 t) {
+  return ~t & 0x7f800000u;
+}
+// The code offset of the interval, off = 2 * (e8(t) - 127), from bits(k) (mod 256).
+FP4JIT_HD u32 e2m1_offset(u32 kbits) {
+  return 256u - (kbits >> 22);
+}
+
+// The FMA's result bits q for a = min(|v|, 6) (not NaN) in rounding `mode` (stochastic: rbits
+// holds the element's R = sr_bits random bits), such that the magnitude code is
+//   ((q - kE2m1QBase) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kbits)
+// (away, zero, up: the shift drops bit 0 of q, which carries nothing).
+constexpr u32 kE2m1QBase = 0x4b000000u;  // bits(2^23)
+FP4JIT_HD int e2m1_qshift(Round mode, int sr_bits) {
+  return mode == Round::even ? 0 : (mode == Round::stochastic ? sr_bits + 1 : 1);
+}
+// Stochastic rounding's addend: 2^23 + 2^20 + 2^(R+1) - 2 - 2r. The 2^20 keeps the sum above
+// 2^23 for any r; it is a multiple of 2^(R+1), so it leaves the shifted result's low bits alone.
+FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
+  return 0x4b100000u + (2u << sr_bits) - 2u - 2u * r;
+}
+constexpr u32 kE2m1SrBase = 0x4b100000u;  // subtracted before the shift (a multiple of 2^17)
+FP4JIT_HD u32 e2m1_fma_q(float a, u32 kbits, Round mode, bool negative, u32 rbits, int sr_bits) {
+  const float k = bits_float(kbits);
+  switch (mode) {
+    case Round::even:
+      return float_bits(fma_unit<FmaMode::rn>(a, k, 8388608.0f));
+    case Round::away:
+      return float_bits(fma_unit<FmaMode::rz>(a, 2.0f * k, 8388609.0f));
+    case Round::zero:
+      return float_bits(fma_unit<FmaMode::ru>(a, 2.0f * k, 8388608.0f));
+    case Round::up:  // ties toward +inf: away in magnitude for positive values, zero for negative
+      return negative ? float_bits(fma_unit<FmaMode::ru>(a, 2.0f * k, 8388608.0f))
+                      : float_bits(fma_unit<FmaMode::rz>(a, 2.0f * k, 8388609.0f));
+    case Round::stochastic: {
+      const u32 r = rbits & ((1u << sr_bits) - 1u);
+      const float c = bits_float(e2m1_sr_addend_bits(r, sr_bits));
+      return float_bits(fma_unit<FmaMode::ru>(a, k * pow2f(sr_bits + 1), c));
+    }
+  }
+  return 0u;
+}
+
+// The full E2M1 code of v by the FMA path: equals e2m1_encode(v, mode, rbits, sr_bits) for
+// every v (NaN: 0, as e2m1_encode).
+FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 8) {
+  const u32 sign = (float_bits(v) >> 28) & 8u;
+  if (is_nan(v)) return 0u;
+  const float a = min_f(abs_f(v), 6.0f);
+  const u32 kb = e2m1_kbits(e2m1_interval(a));
+  const u32 q = e2m1_fma_q(a, kb, mode, sign != 0u, rbits, sr_bits);
+  const u32 base = mode == Round::stochastic ? kE2m1SrBase : kE2m1QBase;
+  const u32 mag = ((q - base) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kb);
+  return (mag & 7u) | sign;
+}
+
+// mf_encode(fmt, x, Round::even, saturate = true) for an unsigned format with 3 mantissa bits
+// (UE4M3, UE5M3 in each variant) and x >= 0 (+0 to +Inf, not NaN), without branches: below the
+// smallest normal one FMA rounds x / 2^(emin - 3) to an integer; above it the mantissa is
+// rounded to nearest even on the bits; the code is then clamped to the format's largest.
+FP4JIT_HD u32 umf3_encode_even_sat(const MiniFloat& f, float x) {
+  const int emin = 1 - f.bias;
+  const u32 u = float_bits(x);
+  const float below = min_f(x, pow2f(emin));  // keeps the FMA's result below 2^23 + 8
+  const float sub = fma_unit<FmaMode::rn>(below, pow2f(3 - emin), 8388608.0f);
+  const u32 code_sub = float_bits(sub) - 0x4b000000u;
+  const u32 rounded = (u + 0x7ffffu + ((u >> 20) & 1u)) >> 20;
+  const u32 code_norm = rounded - (static_cast<u32>(127 - f.bias) << 3);
+  const u32 code = u < (static_cast<u32>(emin + 127) << 23) ? code_sub : code_norm;
+  const u32 max_code = mf_max_code(f);
+  return code < max_code ? code : max_code;
+}
+
+// mf_decode of a finite code of such a format, as float: normal codes are rebiased bits,
+// subnormal ones (1 + m/8) * 2^emin - 2^emin, both exact.
+FP4JIT_HD float umf3_decode(const MiniFloat& f, u32 code) {
+  const u32 normal = (code << 20) + (static_cast<u32>(127 - f.bias) << 23);
+  if (code >= 8u) return bits_float(normal);
+  const float one = pow2f(1 - f.bias);
+  return add_rn(bits_float((code << 20) + (static_cast<u32>(128 - f.bias) << 23)), -one);
+}
+
+}  // namespace fp4jit::nx
