@@ -44,6 +44,14 @@ struct QuantizedView {
 struct QuantizeArgs {
   std::uint64_t seed = 0;    // stochastic rounding
   std::uint64_t offset = 0;  // element i draws the random bits of index offset + i
+  // Delayed scaling of two-level operands (nvfp4, ue5m3): the global amax to derive s_enc from
+  // (1 float, finite, >= 0, in the backend's memory), e.g. the previous step's amax output;
+  // amax_transposed for the transposed copy of quantize_pair. Null: the input's own amax (the
+  // CUDA backend then reads the input twice). Given, the CUDA backend quantizes in one pass, and
+  // `amax` outputs still receive the input's own amax; the other backends ignore it (equal
+  // results when it equals the input's amax).
+  const float* amax = nullptr;
+  const float* amax_transposed = nullptr;
 };
 
 struct EngineOptions {

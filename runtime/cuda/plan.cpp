@@ -85,13 +85,14 @@ class Planner {
   kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
   const float* occ(const KernelOperand& op, const TensorView& in, const QuantizedView& out);
   // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
+  // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
-                     const QuantizedView& out, kern::OperandOut& o);
+                     const QuantizedView& out, const float* amax_in, kern::OperandOut& o);
   void pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
             const TensorView& in, kern::Phase phase, bool requant, const kern::QuantizeArgs& a,
             i64 bytes);
   void quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
-                   const QuantizeArgs& qa);
+                   const QuantizeArgs& qa, const float* amax_in);
 
   const Recipe& recipe_;
   const DeviceInfo& device_;
@@ -164,10 +165,14 @@ const float* Planner::occ(const KernelOperand& op, const TensorView& in, const Q
 }
 
 bool Planner::prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
-                            const QuantizedView& out, kern::OperandOut& o) {
+                            const QuantizedView& out, const float* amax_in, kern::OperandOut& o) {
   const OperandSpec& s = op.spec;
   const bool wide_tiles = s.block.kind == Block::Kind::tile && s.block.rows > 1 && !tile_kernel;
-  if (!codegen::needs_stats(s) && !wide_tiles) {
+  // Delayed scaling: s_enc from the caller's amax, one pass (the amax output accumulates).
+  const bool given = amax_in != nullptr && s.rule == ScaleRule::two_level &&
+                     s.block.kind == Block::Kind::tile && !wide_tiles;
+  if (given) o.amax_in = amax_in;
+  if ((!codegen::needs_stats(s) || given) && !wide_tiles) {
     if (out.amax != nullptr) memset(out.amax, 0, 1);
     return false;
   }
@@ -194,13 +199,15 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
   }
   const codegen::TileConfig cfg = codegen::default_tile_config(
       row ? &row->spec : nullptr, col ? &col->spec : nullptr, in.dtype);
+  // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
+  const i64 resident = static_cast<i64>(device_.sm_count) * (2048 / cfg.threads);
   launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target),
-         tiles, cfg.threads, a, bytes);
+         std::min(tiles, resident), cfg.threads, a, bytes);
 }
 
 void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
-                          const QuantizeArgs& qa) {
+                          const QuantizeArgs& qa, const float* amax_in) {
   const OperandSpec& s = op.spec;
   const bool transposed = role_info(op.role).transposed;
   const QuantLayout l = quant_layout(recipe_, op.role, in.rows, in.cols);
@@ -217,7 +224,7 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   const KernelOperand* row = transposed ? nullptr : &op;
   const KernelOperand* col = transposed ? &op : nullptr;
-  if (prepare_stats(op, tile_kernel, l, out, o)) {
+  if (prepare_stats(op, tile_kernel, l, out, amax_in, o)) {
     (transposed ? a.col : a.row) = o;
     pass(row, col, tile_kernel, in, kern::Phase::stats, false, a, in_bytes);
   }
@@ -231,7 +238,7 @@ void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out
                        const QuantizeArgs& qa) {
   const OperandSpec& s = recipe_[role];
   if (s.src != Source::requant) {
-    quantize_op(codegen::kernel_operand(recipe_, role), in, out, qa);
+    quantize_op(codegen::kernel_operand(recipe_, role), in, out, qa, qa.amax);
     return;
   }
   // Q(deq(Q(x))): the forward copy into scratch, its values back in the source layout, then
@@ -244,13 +251,13 @@ void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out
   qf.tensor_scale = arena_.take<float>(1);
   qf.residual_count = arena_.take<std::int64_t>(1);
   const KernelOperand fop = codegen::kernel_operand(recipe_, fwd);
-  quantize_op(fop, in, qf, qa);
+  quantize_op(fop, in, qf, qa, nullptr);
   float* values = arena_.take<float>(in.rows * in.cols);
   dequantize(fop, qf, lf, TensorView{values, DType::f32, in.rows, in.cols, in.cols}, true);
   OperandSpec direct = s;
   direct.src = Source::direct;
   quantize_op(codegen::with_spec(recipe_, role, direct),
-              TensorView{values, DType::f32, in.rows, in.cols, in.cols}, out, qa);
+              TensorView{values, DType::f32, in.rows, in.cols, in.cols}, out, qa, nullptr);
 }
 
 void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView& out,
@@ -268,8 +275,10 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
     fused = false;
   }
   if (!fused) {
+    QuantizeArgs qt = qa;
+    qt.amax = qa.amax_transposed;
     quantize(role, in, out, qa);
-    quantize(partner, in, out_t, qa);
+    quantize(partner, in, out_t, qt);
     return;
   }
   const KernelOperand opr = codegen::kernel_operand(recipe_, role);
@@ -285,8 +294,8 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
     ocol.lohi = occ(opc, in, out_t);
   }
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
-  const bool stats_r = prepare_stats(opr, true, lr, out, orow);
-  const bool stats_c = prepare_stats(opc, true, lc, out_t, ocol);
+  const bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
+  const bool stats_c = prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
   if (stats_r || stats_c) {
     a.row = orow;
     a.col = ocol;

@@ -8,17 +8,19 @@ namespace fp4jit::kern {
 
 // One quantized operand: where its pieces go and the shared scratch of its passes.
 struct OperandOut {
-  u8* codes;            // [rows, row_bytes]
-  void* scales;         // [scale_rows, scale_cols]: u8 codes, or float (ScaleFmt::fp32)
-  float* tensor_scale;  // two-level s_enc (1 float), or null
-  u32* amax_out;        // the operand's largest finite |value| as float bits (1 word), or null
-  const u32* stats;     // quantize phase: per-block stat words from the stats pass, or null
-  u32* stats_out;       // stats phase: per-block stat words (zeroed first), or null
-  u32* amax_bits;       // global finite amax: accumulated by the stats phase, read after; or null
-  const float* lohi;    // OCC: {lo, hi} per source row, or null
-  i64 rows, cols;       // the operand, K-major
-  i64 row_bytes;        // bytes of codes per operand row
-  i64 scale_cols;       // scales per scale row
+  u8* codes;             // [rows, row_bytes]
+  void* scales;          // [scale_rows, scale_cols]: u8 codes, or float (ScaleFmt::fp32)
+  float* tensor_scale;   // two-level s_enc (1 float), or null
+  u32* amax_out;         // the operand's largest finite |value| as float bits (1 word), or null
+  const u32* stats;      // quantize phase: per-block stat words from the stats pass, or null
+  u32* stats_out;        // stats phase: per-block stat words (zeroed first), or null
+  u32* amax_bits;        // global finite amax: accumulated by the stats phase, read after; or null
+  const float* lohi;     // OCC: {lo, hi} per source row, or null
+  const float* amax_in;  // two-level: the caller's global amax for s_enc (delayed scaling), or
+                         // null (then amax_bits, from the stats pass)
+  i64 rows, cols;        // the operand, K-major
+  i64 row_bytes;         // bytes of codes per operand row
+  i64 scale_cols;        // scales per scale row
 };
 
 // quantize_rows and quantize_tile.

@@ -6,6 +6,7 @@
 #include "numerics/minifloat.cuh"
 #include "numerics/philox.cuh"
 #include "numerics/scale.cuh"
+#include "quantize/args.cuh"
 #include "quantize/device.cuh"
 
 namespace fp4jit::kern {
@@ -22,6 +23,13 @@ struct BlockScale {
 template <class Op>
 FP4JIT_DEV float tensor_scale(float global_amax) {
   return nx::two_level_tensor_scale(global_amax, Op::scale_max, elem_max(Op::elem));
+}
+
+// s_enc of a two-level operand in the quantize phase: from the caller's amax (delayed scaling)
+// or the stats pass's.
+template <class Op>
+FP4JIT_DEV float operand_s_enc(const OperandOut& o) {
+  return tensor_scale<Op>(o.amax_in != nullptr ? *o.amax_in : nx::bits_float(*o.amax_bits));
 }
 
 template <class Op>

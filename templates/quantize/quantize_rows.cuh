@@ -19,14 +19,154 @@
 //   static constexpr int unroll;         segments per lane per iteration
 #pragma once
 #include "quantize/args.cuh"
+#include "quantize/groups.cuh"
 #include "quantize/segment.cuh"
 
 namespace fp4jit::kern {
 
+// Publishes the operand's global results: the stats pass accumulates the amax; the quantize pass
+// copies it (and s_enc) when the stats pass knew it, else accumulates the amax output.
+template <class Op, bool kStats>
+FP4JIT_DEV void finish_rows(const OperandOut& o, u32 global_max, float s_enc) {
+  global_max = warp_max(global_max);
+  const int lane = lane_id();
+  if constexpr (kStats) {
+    if (lane == 0 && o.amax_bits != nullptr) atomicMax(o.amax_bits, global_max);
+  } else if (o.amax_bits != nullptr) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      if (o.amax_out != nullptr) *o.amax_out = *o.amax_bits;
+      if constexpr (Op::rule == Rule::two_level)
+        if (o.tensor_scale != nullptr) *o.tensor_scale = s_enc;
+    }
+  } else {
+    if (lane == 0 && o.amax_out != nullptr) atomicMax(o.amax_out, global_max);
+    if constexpr (Op::rule == Rule::two_level)
+      if (o.amax_in != nullptr && o.tensor_scale != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+        *o.tensor_scale = s_enc;
+  }
+}
+
+// The lane-owned-group path (quantize/groups.cuh): item = one row's chunk of 32 x kPerLane
+// elements, each lane kPerLane consecutive ones (whole groups); the next item's 16-byte loads are
+// in flight while this one is encoded.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
+FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   using Op = typename Cfg::Op;
-  static_assert(operand_ok<Op>(), "operand not supported by the CUDA kernels");
+  constexpr bool kStats = Cfg::phase == Phase::stats;
+  constexpr int kG = group_size<Op>();
+  constexpr int kPerLane = 32;
+  constexpr int kGroups = kPerLane / kG;
+  constexpr int kEsz = in_size(Cfg::in);
+  constexpr int kLoads = kPerLane * kEsz / 16;
+  constexpr int kWarps = Cfg::threads / 32;
+  constexpr bool kRawMax = Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
+  const OperandOut o = a.row;
+  const int lane = lane_id();
+  const i64 cols = o.cols;
+  const i64 chunks = (cols + 32 * kPerLane - 1) / (32 * kPerLane);
+  const i64 items = o.rows * chunks;
+  const bool vector_ok = a.vector_ok != 0u;
+  const char* in = static_cast<const char*>(a.in);
+
+  float s_enc = 1.0f;
+  TwoLevel tl{1.0f, 1.0f};
+  if constexpr (!kStats && Op::rule == Rule::two_level) {
+    s_enc = operand_s_enc<Op>(o);
+    tl = two_level_consts<Op>(s_enc);
+  }
+  const bool want_max =
+      kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
+  u32 global_max = 0u;
+
+  // Row and first column of this lane's elements in item `it`; true if they are all in range
+  // and 16-byte loads may be used.
+  const auto locate = [&](i64 it, i64& r, i64& c0) {
+    const i64 item = kStats ? items - 1 - it : it;
+    r = item / chunks;
+    c0 = (item - r * chunks) * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
+    return vector_ok && c0 + kPerLane <= cols;
+  };
+  const auto fetch = [&](i64 r, i64 c0, uint4(&buf)[kLoads]) {
+    const char* p = in + (r * a.stride + c0) * kEsz;
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) buf[l] = load16(p + 16 * l, !kStats);
+  };
+
+  const i64 step = static_cast<i64>(gridDim.x) * kWarps;
+  i64 it = static_cast<i64>(blockIdx.x) * kWarps + warp_id();
+  uint4 cur[kLoads];
+  bool cur_vec = false;
+  if (it < items) {
+    i64 r, c0;
+    cur_vec = locate(it, r, c0);
+    if (cur_vec) fetch(r, c0, cur);
+  }
+  for (; it < items; it += step) {
+    i64 r, c0;
+    locate(it, r, c0);
+    uint4 next[kLoads];
+    bool next_vec = false;
+    if (it + step < items) {
+      i64 rn, cn;
+      next_vec = locate(it + step, rn, cn);
+      if (next_vec) fetch(rn, cn, next);
+    }
+    float lo = 0.0f, hi = 0.0f;
+    if constexpr (Op::occ) {
+      lo = o.lohi[2 * r];
+      hi = o.lohi[2 * r + 1];
+    }
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      const i64 cg = c0 + g * kG;
+      const i64 left = cols - cg;
+      const int n = left <= 0 ? 0 : (left >= kG ? kG : static_cast<int>(left));
+      if (n == 0) break;
+      float v[kG];
+      u32 raw_max[kG / Op::block_cols];
+      if (cur_vec) {
+        constexpr int kPerLoad = 16 / kEsz;
+#pragma unroll
+        for (int l = 0; l < kG / kPerLoad; ++l)
+          widen<Cfg::in>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
+        if constexpr (kRawMax) {
+          constexpr int kWords = Op::block_cols / 2;  // packed pairs per block
+#pragma unroll
+          for (int b = 0; b < kG / Op::block_cols; ++b) {
+            u32 m = 0u;
+#pragma unroll
+            for (int w = 0; w < kWords; ++w) {
+              const uint4& u = cur[(g * kG + b * Op::block_cols + 2 * w) / 8];
+              const int k = (b * Op::block_cols + 2 * w) % 8 / 2;
+              m = absmax_bf16x2(m, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
+            }
+            raw_max[b] = bf16x2_max_bits(m);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kG; ++e)
+          v[e] = e < n ? load_one<Cfg::in>(a.in, r * a.stride + cg + e) : 0.0f;
+      }
+      if constexpr (Op::occ) {
+#pragma unroll
+        for (int e = 0; e < kG; ++e)
+          if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
+      }
+      quantize_group<Op, kStats>(v, kRawMax && cur_vec ? raw_max : nullptr, r, cg, n, o, s_enc, tl,
+                                 a.seed, a.offset, want_max, global_max);
+    }
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) cur[l] = next[l];
+    cur_vec = next_vec;
+  }
+  finish_rows<Op, kStats>(o, global_max, s_enc);
+}
+
+// The segment path (quantize/segment.cuh) for every other operand.
+template <class Cfg>
+FP4JIT_DEV void rows_segments(const QuantizeArgs& a) {
+  using Op = typename Cfg::Op;
   static_assert(Cfg::threads % 32 == 0 && Cfg::unroll >= 1, "bad launch shape");
   constexpr int kU = Cfg::unroll;
   constexpr int kWarps = Cfg::threads / 32;
@@ -43,8 +183,7 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
   const bool vector_ok = a.vector_ok != 0u;
 
   float s_enc = 1.0f;
-  if constexpr (!kStats && Op::rule == Rule::two_level)
-    s_enc = tensor_scale<Op>(nx::bits_float(*o.amax_bits));
+  if constexpr (!kStats && Op::rule == Rule::two_level) s_enc = operand_s_enc<Op>(o);
   // The global amax: accumulated by the stats pass, else here when the caller wants it.
   const bool want_max =
       kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
@@ -117,22 +256,21 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
     }
   }
 
-  global_max = warp_max(global_max);
-  if constexpr (kStats) {
-    if (lane == 0 && o.amax_bits != nullptr) atomicMax(o.amax_bits, global_max);
-    if constexpr (Op::block == BlockKind::tensor) {
-      tensor_stat = warp_max(tensor_stat);
-      if (lane == 0 && o.stats_out != nullptr) atomicMax(o.stats_out, tensor_stat);
-    }
-  } else if (o.amax_bits != nullptr) {
-    // The stats pass knew the amax: one thread publishes it (and s_enc).
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      if (o.amax_out != nullptr) *o.amax_out = *o.amax_bits;
-      if constexpr (Op::rule == Rule::two_level)
-        if (o.tensor_scale != nullptr) *o.tensor_scale = s_enc;
-    }
-  } else if (lane == 0 && o.amax_out != nullptr) {
-    atomicMax(o.amax_out, global_max);
+  if constexpr (kStats && Op::block == BlockKind::tensor) {
+    tensor_stat = warp_max(tensor_stat);
+    if (lane == 0 && o.stats_out != nullptr) atomicMax(o.stats_out, tensor_stat);
+  }
+  finish_rows<Op, kStats>(o, global_max, s_enc);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
+  using Op = typename Cfg::Op;
+  static_assert(operand_ok<Op>(), "operand not supported by the CUDA kernels");
+  if constexpr (lane_groups<Op>()) {
+    rows_groups<Cfg>(a);
+  } else {
+    rows_segments<Cfg>(a);
   }
 }
 

@@ -20,6 +20,8 @@
 //   static constexpr int threads, tile_rows, tile_cols;   source tile
 #pragma once
 #include "quantize/args.cuh"
+#include "quantize/groups.cuh"
+#include "quantize/quantize_rows.cuh"
 #include "quantize/segment.cuh"
 
 namespace fp4jit::kern {
@@ -54,8 +56,7 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
   const i64 row0 = kTransposed ? j0 : i0;  // first operand row of the tile
   const i64 col0 = kTransposed ? i0 : j0;  // first operand column
   float s_enc = 1.0f;
-  if constexpr (!kStats && Op::rule == Rule::two_level)
-    s_enc = tensor_scale<Op>(nx::bits_float(*o.amax_bits));
+  if constexpr (!kStats && Op::rule == Rule::two_level) s_enc = operand_s_enc<Op>(o);
   // The global amax: accumulated by the stats pass, else here when the caller wants it.
   const bool want_max =
       kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
@@ -94,42 +95,62 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
   }
 }
 
-// Publishes one operand's global results (see quantize_rows) and flushes its CTA accumulators.
+// Flushes one operand's CTA accumulators of non-tile block stats (stats phase), per tile.
 template <class Cfg, class Op, bool kTransposed>
-FP4JIT_DEV void tile_finish(u32* acc, const OperandOut& o, i64 i0, i64 j0, u32 global_max) {
-  constexpr bool kStats = Cfg::phase == Phase::stats;
-  global_max = warp_max(global_max);
-  const int lane = lane_id();
-  if constexpr (kStats) {
-    if (lane == 0 && o.amax_bits != nullptr) atomicMax(o.amax_bits, global_max);
-    if constexpr (TileAcc<Op, 1, 1>::kUsed) {
-      constexpr int kLines = kTransposed ? Cfg::tile_cols : Cfg::tile_rows;
-      constexpr int kK = kTransposed ? Cfg::tile_rows : Cfg::tile_cols;
-      const i64 row0 = kTransposed ? j0 : i0, col0 = kTransposed ? i0 : j0;
-      constexpr int kN =
-          Op::block == BlockKind::row ? kLines : (Op::block == BlockKind::col ? kK : 1);
-      for (int i = static_cast<int>(threadIdx.x); i < kN; i += Cfg::threads) {
-        const u32 s = acc[i];
-        if (s == 0u || o.stats_out == nullptr) continue;
-        if constexpr (Op::block == BlockKind::row) {
-          if (row0 + i < o.rows) atomicMax(o.stats_out + row0 + i, s);
-        } else if constexpr (Op::block == BlockKind::col) {
-          if (col0 + i < o.cols) atomicMax(o.stats_out + col0 + i, s);
-        } else {
-          atomicMax(o.stats_out, s);
-        }
+FP4JIT_DEV void tile_flush(u32* acc, const OperandOut& o, i64 i0, i64 j0) {
+  if constexpr (Cfg::phase == Phase::stats && TileAcc<Op, 1, 1>::kUsed) {
+    constexpr int kLines = kTransposed ? Cfg::tile_cols : Cfg::tile_rows;
+    constexpr int kK = kTransposed ? Cfg::tile_rows : Cfg::tile_cols;
+    const i64 row0 = kTransposed ? j0 : i0, col0 = kTransposed ? i0 : j0;
+    constexpr int kN =
+        Op::block == BlockKind::row ? kLines : (Op::block == BlockKind::col ? kK : 1);
+    for (int i = static_cast<int>(threadIdx.x); i < kN; i += Cfg::threads) {
+      const u32 s = acc[i];
+      acc[i] = 0u;  // for the next tile (after the barrier that ends this one)
+      if (s == 0u || o.stats_out == nullptr) continue;
+      if constexpr (Op::block == BlockKind::row) {
+        if (row0 + i < o.rows) atomicMax(o.stats_out + row0 + i, s);
+      } else if constexpr (Op::block == BlockKind::col) {
+        if (col0 + i < o.cols) atomicMax(o.stats_out + col0 + i, s);
+      } else {
+        atomicMax(o.stats_out, s);
       }
     }
-  } else if (o.amax_bits != nullptr) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      if (o.amax_out != nullptr) *o.amax_out = *o.amax_bits;
-      if constexpr (Op::rule == Rule::two_level)
-        if (o.tensor_scale != nullptr)
-          *o.tensor_scale = tensor_scale<Op>(nx::bits_float(*o.amax_bits));
-    }
-  } else if (lane == 0 && o.amax_out != nullptr) {
-    atomicMax(o.amax_out, global_max);
   }
+}
+
+// Publishes one operand's global results once per CTA (see quantize_rows' finish_rows).
+template <class Cfg, class Op>
+FP4JIT_DEV void tile_finish(const OperandOut& o, u32 global_max) {
+  constexpr bool kStats = Cfg::phase == Phase::stats;
+  float s_enc = 1.0f;
+  if constexpr (!kStats && Op::rule == Rule::two_level)
+    if (o.amax_in != nullptr || o.amax_bits != nullptr) s_enc = operand_s_enc<Op>(o);
+  finish_rows<Op, kStats>(o, global_max, s_enc);
+}
+
+// The lane-owned-group path for one operand held in the tile: each thread takes whole groups of
+// kGroup K-elements of one operand row (a tile row, or a tile column when transposed), unit by
+// unit; consecutive lanes take consecutive lines, so the reads (pitch kTN + 1) hit distinct banks.
+template <class Cfg, class Op, bool kTransposed>
+FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64 i0, i64 j0,
+                           float s_enc, const TwoLevel& tl, u64 seed, u64 offset, bool want_max,
+                           u32& global_max) {
+  constexpr int kTN = Cfg::tile_cols, kPitch = kTN + 1;
+  constexpr int kG = group_size<Op>();
+  constexpr int kLines = kTransposed ? Cfg::tile_cols : Cfg::tile_rows;
+  constexpr bool kStats = Cfg::phase == Phase::stats;
+  const int tl_line = unit % kLines, tk = (unit / kLines) * kG;
+  const i64 r = (kTransposed ? j0 : i0) + tl_line, c0 = (kTransposed ? i0 : j0) + tk;
+  const i64 left = o.cols - c0;
+  const int n = r >= o.rows || left <= 0 ? 0 : (left >= kG ? kG : static_cast<int>(left));
+  if (n == 0) return;
+  float v[kG];
+#pragma unroll
+  for (int e = 0; e < kG; ++e)
+    v[e] = kTransposed ? tile[(tk + e) * kPitch + tl_line] : tile[tl_line * kPitch + tk + e];
+  quantize_group<Op, kStats>(v, nullptr, r, c0, n, o, s_enc, tl, seed, offset, want_max,
+                             global_max);
 }
 
 template <class Cfg>
@@ -141,12 +162,21 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
   constexpr bool kStats = Cfg::phase == Phase::stats;
   constexpr int kSegsPerRow = kTN / kVec;
   constexpr int kLoads = kTM * kSegsPerRow / Cfg::threads;
+  constexpr int kRaw = in_size(Cfg::in) * kVec / 16;  // 16-byte loads per segment
   static_assert(operand_ok<RowOp>() && operand_ok<ColOp>(),
                 "operand not supported by the CUDA kernels");
   static_assert(kTN % kVec == 0 && (kTM * kSegsPerRow) % Cfg::threads == 0,
                 "tile must split evenly into loads");
   static_assert(!Cfg::requant || Cfg::mode == Mode::both,
                 "double quantization reads the row-wise copy");
+  // Operands taken by lane-owned groups (double quantization's row pass writes the tile back:
+  // segments).
+  constexpr bool kRowGroups = kRows && lane_groups<RowOp>() && !Cfg::requant;
+  constexpr bool kColGroups = kCols && lane_groups<ColOp>() && !Cfg::requant;
+  constexpr int kRowUnits = kRowGroups ? kTM * (kTN / group_size<RowOp>()) : 0;
+  constexpr int kColUnits = kColGroups ? kTN * (kTM / group_size<ColOp>()) : 0;
+  static_assert(!kRowGroups || kTN % group_size<RowOp>() == 0, "tile holds whole groups");
+  static_assert(!kColGroups || kTM % group_size<ColOp>() == 0, "tile holds whole groups");
 
   __shared__ float tile[kTM * kPitch];
   __shared__ u32 acc_row[TileAcc<RowOp, kTM, kTN>::kSize];
@@ -154,63 +184,124 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
 
   const i64 tiles_j = (a.cols + kTN - 1) / kTN;
   const i64 tiles = ((a.rows + kTM - 1) / kTM) * tiles_j;
-  const i64 t = kStats ? tiles - 1 - static_cast<i64>(blockIdx.x) : static_cast<i64>(blockIdx.x);
-  const i64 i0 = (t / tiles_j) * kTM, j0 = (t % tiles_j) * kTN;
-
-  if constexpr (kStats) {
-    for (int i = static_cast<int>(threadIdx.x); i < TileAcc<RowOp, kTM, kTN>::kSize;
-         i += Cfg::threads)
-      acc_row[i] = 0u;
-    for (int i = static_cast<int>(threadIdx.x); i < TileAcc<ColOp, kTN, kTM>::kSize;
-         i += Cfg::threads)
-      acc_col[i] = 0u;
-  }
-
-  // Load: every load of the tile in flight before the first store to shared memory.
-  float v[kLoads][kVec];
-  int n[kLoads];
   const bool vector_ok = a.vector_ok != 0u;
-#pragma unroll
-  for (int l = 0; l < kLoads; ++l) {
-    const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
-    const int tr = idx / kSegsPerRow, tc = (idx % kSegsPerRow) * kVec;
-    const i64 i = i0 + tr, j = j0 + tc;
-    const i64 left = a.cols - j;
-    n[l] = i >= a.rows || left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
-    load_vec<Cfg::in>(a.in, i * a.stride + j, n[l], vector_ok && n[l] == kVec, !kStats, v[l]);
+  const char* in = static_cast<const char*>(a.in);
+
+  for (int i = static_cast<int>(threadIdx.x); i < TileAcc<RowOp, kTM, kTN>::kSize;
+       i += Cfg::threads)
+    acc_row[i] = 0u;
+  for (int i = static_cast<int>(threadIdx.x); i < TileAcc<ColOp, kTN, kTM>::kSize;
+       i += Cfg::threads)
+    acc_col[i] = 0u;
+
+  // Per-operand constants and the amaxes this thread saw.
+  float s_row = 1.0f, s_col = 1.0f;
+  TwoLevel tl_row{1.0f, 1.0f}, tl_col{1.0f, 1.0f};
+  if constexpr (!kStats && kRows && RowOp::rule == Rule::two_level) {
+    s_row = operand_s_enc<RowOp>(a.row);
+    tl_row = two_level_consts<RowOp>(s_row);
   }
-  constexpr bool kOcc = (kRows && RowOp::occ) || (kCols && ColOp::occ);
+  if constexpr (!kStats && kCols && ColOp::rule == Rule::two_level) {
+    s_col = operand_s_enc<ColOp>(a.col);
+    tl_col = two_level_consts<ColOp>(s_col);
+  }
+  const bool want_row = kStats ? a.row.amax_bits != nullptr
+                               : (a.row.amax_out != nullptr && a.row.amax_bits == nullptr);
+  const bool want_col = kStats ? a.col.amax_bits != nullptr
+                               : (a.col.amax_out != nullptr && a.col.amax_bits == nullptr);
+  u32 row_max = 0u, col_max = 0u;
+
+  // Tile t's first source row and column (the stats pass walks the tiles in reverse, so that the
+  // quantize pass finds the last ones in L2).
+  const auto origin = [&](i64 t, i64& i0, i64& j0) {
+    const i64 tt = kStats ? tiles - 1 - t : t;
+    i0 = (tt / tiles_j) * kTM;
+    j0 = (tt % tiles_j) * kTN;
+  };
+  // 16-byte loads of tile t in flight (segments fully in range), the rest read when stored.
+  uint4 raw[kLoads][kRaw];
+  bool raw_ok[kLoads];
+  const auto fetch = [&](i64 t) {
+    i64 i0, j0;
+    origin(t, i0, j0);
 #pragma unroll
-  for (int l = 0; l < kLoads; ++l) {
-    const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
-    const int tr = idx / kSegsPerRow, tc = (idx % kSegsPerRow) * kVec;
-    if constexpr (kOcc) {
-      if (n[l] > 0) {
-        const float* lohi = kRows ? a.row.lohi : a.col.lohi;
-        const float lo = lohi[2 * (i0 + tr)], hi = lohi[2 * (i0 + tr) + 1];
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
+      const i64 i = i0 + idx / kSegsPerRow, j = j0 + (idx % kSegsPerRow) * kVec;
+      raw_ok[l] = vector_ok && i < a.rows && j + kVec <= a.cols;
+      if (raw_ok[l]) {
+        const char* p = in + (i * a.stride + j) * in_size(Cfg::in);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          if (e < n[l]) v[l][e] = v[l][e] < lo ? lo : (v[l][e] > hi ? hi : v[l][e]);
+        for (int q = 0; q < kRaw; ++q) raw[l][q] = load16(p + 16 * q, !kStats);
       }
     }
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) tile[tr * kPitch + tc + e] = v[l][e];
-  }
-  __syncthreads();
+  };
 
-  u32 row_max = 0u, col_max = 0u;
-  if constexpr (kRows) {
-    const OperandOut o = a.row;
-    tile_operand<Cfg, RowOp, false>(tile, acc_row, o, i0, j0, a.seed, a.offset, row_max);
+  i64 t = blockIdx.x;
+  if (t < tiles) fetch(t);
+  for (; t < tiles; t += gridDim.x) {
+    i64 i0, j0;
+    origin(t, i0, j0);
+    // Store tile t (widened, OCC-clamped) into shared memory.
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
+      const int tr = idx / kSegsPerRow, tc = (idx % kSegsPerRow) * kVec;
+      const i64 i = i0 + tr, j = j0 + tc;
+      float v[kVec];
+      int n = kVec;
+      if (raw_ok[l]) {
+#pragma unroll
+        for (int q = 0; q < kRaw; ++q) widen<Cfg::in>(raw[l][q], v + q * (16 / in_size(Cfg::in)));
+      } else {
+        const i64 left = a.cols - j;
+        n = i >= a.rows || left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
+        load_vec<Cfg::in>(a.in, i * a.stride + j, n, false, !kStats, v);
+      }
+      constexpr bool kOcc = (kRows && RowOp::occ) || (kCols && ColOp::occ);
+      if constexpr (kOcc) {
+        if (n > 0) {
+          const float* lohi = kRows ? a.row.lohi : a.col.lohi;
+          const float lo = lohi[2 * i], hi = lohi[2 * i + 1];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e)
+            if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) tile[tr * kPitch + tc + e] = v[e];
+    }
+    __syncthreads();
+    // The next tile's loads fly while this one is quantized.
+    if (t + gridDim.x < tiles) fetch(t + gridDim.x);
+
+    if constexpr (kRowGroups || kColGroups) {
+      for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits; u += Cfg::threads) {
+        if (u < kRowUnits) {
+          if constexpr (kRowGroups)
+            tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, s_row, tl_row, a.seed, a.offset,
+                                          want_row, row_max);
+        } else {
+          if constexpr (kColGroups)
+            tile_group<Cfg, ColOp, true>(tile, u - kRowUnits, a.col, i0, j0, s_col, tl_col, a.seed,
+                                         a.offset, want_col, col_max);
+        }
+      }
+    }
+    if constexpr (kRows && !kRowGroups)
+      tile_operand<Cfg, RowOp, false>(tile, acc_row, a.row, i0, j0, a.seed, a.offset, row_max);
+    if constexpr (kRows && kCols && Cfg::requant) __syncthreads();
+    if constexpr (kCols && !kColGroups)
+      tile_operand<Cfg, ColOp, true>(tile, acc_col, a.col, i0, j0, a.seed, a.offset, col_max);
+    __syncthreads();  // the tile and the accumulators are free again
+    if constexpr (kStats) {
+      if constexpr (kRows) tile_flush<Cfg, RowOp, false>(acc_row, a.row, i0, j0);
+      if constexpr (kCols) tile_flush<Cfg, ColOp, true>(acc_col, a.col, i0, j0);
+      __syncthreads();
+    }
   }
-  if constexpr (kRows && kCols && Cfg::requant) __syncthreads();
-  if constexpr (kCols) {
-    const OperandOut o = a.col;
-    tile_operand<Cfg, ColOp, true>(tile, acc_col, o, i0, j0, a.seed, a.offset, col_max);
-  }
-  if constexpr (kStats) __syncthreads();
-  if constexpr (kRows) tile_finish<Cfg, RowOp, false>(acc_row, a.row, i0, j0, row_max);
-  if constexpr (kCols) tile_finish<Cfg, ColOp, true>(acc_col, a.col, i0, j0, col_max);
+  if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
+  if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }
 
 }  // namespace fp4jit::kern

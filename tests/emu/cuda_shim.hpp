@@ -18,6 +18,9 @@
 struct uint4 {
   unsigned x, y, z, w;
 };
+struct uint2 {
+  unsigned x, y;
+};
 
 namespace fp4jit::emu {
 

@@ -95,25 +95,44 @@ TEST_P(EmuQuantize, MatchesReference) {
     const QuantizeArgs args{seed * 7919u, v.offset};
     const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
     const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
-    HostOperand out(ref.layout, shape.rows * shape.cols);
     const TensorView view = in.view();
+    // Two-level operands again with the reference's amax given (delayed scaling, one pass): the
+    // same bytes.
+    const bool two_level = recipe[c.role].rule == ScaleRule::two_level ||
+                           (c.pair && recipe[partner].rule == ScaleRule::two_level);
     if (!c.pair) {
-      run([&](cuda::Arena& a) {
-        QuantizedView q = out.view();
-        return cuda::plan_quantize(recipe, c.role, view, q, nullptr, args, kDevice, a);
-      });
-      ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "");
+      for (const bool given : {false, true}) {
+        if (given && !two_level) break;
+        HostOperand o(ref.layout, shape.rows * shape.cols);
+        QuantizeArgs ga = args;
+        if (given) ga.amax = &ref.amax;
+        run([&](cuda::Arena& a) {
+          QuantizedView q = o.view();
+          return cuda::plan_quantize(recipe, c.role, view, q, nullptr, ga, kDevice, a);
+        });
+        ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "") << (given ? "amax given" : "");
+      }
       continue;
     }
     const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
-    HostOperand out_t(ref_t.layout, shape.rows * shape.cols);
-    run([&](cuda::Arena& a) {
-      QuantizedView q = out.view(), qt = out_t.view();
-      return cuda::plan_quantize(recipe, c.role, view, q, &qt, args, kDevice, a);
-    });
-    ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "") << "row-wise operand " << name(c.role);
-    ASSERT_EQ(compare(ref_t, out_t, recipe[partner].occ), "")
-        << "transposed operand " << name(partner);
+    for (const bool given : {false, true}) {
+      if (given && !two_level) break;
+      HostOperand o(ref.layout, shape.rows * shape.cols),
+          o_t(ref_t.layout, shape.rows * shape.cols);
+      QuantizeArgs ga = args;
+      if (given) {
+        ga.amax = &ref.amax;
+        ga.amax_transposed = &ref_t.amax;
+      }
+      run([&](cuda::Arena& a) {
+        QuantizedView q = o.view(), qt = o_t.view();
+        return cuda::plan_quantize(recipe, c.role, view, q, &qt, ga, kDevice, a);
+      });
+      ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "")
+          << "row-wise operand " << name(c.role) << (given ? ", amax given" : "");
+      ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "")
+          << "transposed operand " << name(partner) << (given ? ", amax given" : "");
+    }
   }
 }
 

@@ -170,25 +170,49 @@ TEST_P(GpuQuantize, MatchesReference) {
     const QuantizeArgs args{seed * 7919u, v.offset};
     const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
     const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
-    HostOperand out(ref.layout, shape.rows * shape.cols);
-    DeviceOperand dout(out);
+    // Two-level operands again with the reference's amax given (delayed scaling, one pass).
+    const bool two_level = recipe[c.role].rule == ScaleRule::two_level ||
+                           (c.pair && recipe[partner].rule == ScaleRule::two_level);
+    cuda::DeviceBuffer amax_in(8);
     if (!c.pair) {
-      engine.quantize(recipe, c.role, din.view, dout.view(), args);
-      Gpu::get()->scope.synchronize();
-      dout.download(out);
-      ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "");
+      for (const bool given : {false, true}) {
+        if (given && !two_level) break;
+        HostOperand out(ref.layout, shape.rows * shape.cols);
+        DeviceOperand dout(out);
+        QuantizeArgs ga = args;
+        if (given) {
+          amax_in.upload(&ref.amax, 4);
+          ga.amax = amax_in.get<float>();
+        }
+        engine.quantize(recipe, c.role, din.view, dout.view(), ga);
+        Gpu::get()->scope.synchronize();
+        dout.download(out);
+        ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "") << (given ? "amax given" : "");
+      }
       continue;
     }
     const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
-    HostOperand out_t(ref_t.layout, shape.rows * shape.cols);
-    DeviceOperand dout_t(out_t);
-    engine.quantize_pair(recipe, c.role, din.view, dout.view(), dout_t.view(), args);
-    Gpu::get()->scope.synchronize();
-    dout.download(out);
-    dout_t.download(out_t);
-    ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "") << "row-wise operand " << name(c.role);
-    ASSERT_EQ(compare(ref_t, out_t, recipe[partner].occ), "")
-        << "transposed operand " << name(partner);
+    for (const bool given : {false, true}) {
+      if (given && !two_level) break;
+      HostOperand out(ref.layout, shape.rows * shape.cols);
+      HostOperand out_t(ref_t.layout, shape.rows * shape.cols);
+      DeviceOperand dout(out), dout_t(out_t);
+      QuantizeArgs ga = args;
+      if (given) {
+        const float both[2] = {ref.amax, ref_t.amax};
+        amax_in.upload(both, 8);
+        ga.amax = amax_in.get<float>();
+        ga.amax_transposed = amax_in.get<float>() + 1;
+      }
+      engine.quantize_pair(recipe, c.role, din.view, dout.view(), dout_t.view(), ga);
+      Gpu::get()->scope.synchronize();
+      dout.download(out);
+      dout_t.download(out_t);
+      ASSERT_EQ(compare(ref, out, recipe[c.role].occ), "")
+          << "row-wise operand " << name(c.role) << (given ? ", amax given" : "");
+      ASSERT_EQ(compare(ref_t, out_t, recipe[partner].occ), "")
+          << "transposed operand " << name(partner) << (given ? ", amax given" : "");
+    }
   }
 }
 

@@ -1,0 +1,318 @@
+// Lane-owned groups: the E2M1 path for 1 x 16 and 1 x 32 tile blocks (with Hadamard chunks of at
+// most 32 along K). One thread holds whole groups of kGroup consecutive K-elements (a block, or
+// a Hadamard chunk spanning blocks), so block stats, the Hadamard butterfly and the block scale
+// need no shuffles and each block's scale is computed once. Elements are encoded by one FMA each
+// (numerics/fast_encode.cuh) and packed eight to a word with integer sums whose constant parts
+// cancel:
+//   word = sum_j q_j << 4j  -  sum_j (bits(k_j) >> 22) << 4j  -  kConst   (magnitudes, mod 2^32)
+// merged with the sign bits, gathered by a funnel shift per element.
+//
+// Order of operations per element as in reference/quantize.cpp: (OCC clamp) -> Hadamard -> block
+// stat -> block scale -> scale -> round (SR bits of the element's index) -> code.
+#pragma once
+#include "numerics/fast_encode.cuh"
+#include "quantize/segment.cuh"
+
+namespace fp4jit::kern {
+
+template <class Op>
+FP4JIT_CONSTEXPR bool lane_groups() {
+  return Op::elem == Elem::e2m1 && Op::block == BlockKind::tile && Op::block_rows == 1 &&
+         (Op::block_cols == 16 || Op::block_cols == 32) && Op::had <= 32;
+}
+// K-elements per group: a block, or a Hadamard chunk if longer.
+template <class Op>
+FP4JIT_CONSTEXPR int group_size() {
+  return Op::had > Op::block_cols ? Op::had : Op::block_cols;
+}
+
+// min(|x|, 6) (a NaN gives 6: such elements are never encoded by this path).
+FP4JIT_DEV float abs_min6(float x) {
+#if defined(__CUDA_ARCH__)
+  return fminf(fabsf(x), 6.0f);
+#else
+  const float a = nx::abs_f(x);
+  return a < 6.0f ? a : 6.0f;
+#endif
+}
+// max(|a|, |b|) of float bits, NaN-propagating: a result >= 0x7f800000 means NaN or Inf seen.
+FP4JIT_DEV u32 absmax_bits(u32 m, float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(nx::bits_float(m)), "f"(fabsf(x)));
+  return nx::float_bits(r);
+#else
+  return umax(m, abs_bits(x));
+#endif
+}
+// The same per half of two packed BF16 values (bits of |.| in each half).
+FP4JIT_DEV u32 absmax_bf16x2(u32 m, u32 w) {
+#if defined(__CUDA_ARCH__)
+  u32 r;
+  asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(m), "r"(w));
+  return r;
+#else
+  const u32 a = m & 0x7fff7fffu, b = w & 0x7fff7fffu;
+  const u32 lo = umax(a & 0xffffu, b & 0xffffu), hi = umax(a >> 16, b >> 16);
+  return lo | (hi << 16);
+#endif
+}
+// Bits of the larger |half| of an absmax_bf16x2 word, as float bits.
+FP4JIT_DEV u32 bf16x2_max_bits(u32 m) {
+  const u32 lo = (m & 0x7fffu) << 16, hi = m & 0x7fff0000u;
+  return umax(lo, hi);
+}
+FP4JIT_DEV float rcp_rn(float x) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(x);
+#else
+  return 1.0f / x;
+#endif
+}
+FP4JIT_DEV u32 funnel_l4(u32 lo, u32 hi) {  // (hi << 4) | (lo >> 28)
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_l(lo, hi, 4);
+#else
+  return (hi << 4) | (lo >> 28);
+#endif
+}
+
+// Per-kernel constants of two-level scaling: s_enc * (1 / elem_max) and 1 / s_enc.
+struct TwoLevel {
+  float to_block;
+  float global_decode;
+};
+template <class Op>
+FP4JIT_DEV TwoLevel two_level_consts(float s_enc) {
+  return TwoLevel{nx::mul_rn(s_enc, nx::div_rn(1.0f, elem_max(Op::elem))), nx::div_rn(1.0f, s_enc)};
+}
+
+// block_scale<Op> for a block's stat word, with two-level UE4M3/UE5M3 scales from the bits.
+template <class Op>
+FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
+  if constexpr (Op::rule == Rule::two_level) {
+    // UE4M3 and the UE5M3 variants: unsigned, 3 mantissa bits.
+    if constexpr (Op::scale != ScaleFmt::e8m0 && Op::scale != ScaleFmt::fp32) {
+      const nx::MiniFloat fmt = scale_minifloat(Op::scale);
+      BlockScale out{0u, 0.0f, 1.0f, false, false};
+      if (stat == kNonFinite) {
+        out.nan = true;
+        out.code = nx::mf_has_nan(fmt) ? nx::mf_nan_code(fmt) : nx::mf_max_code(fmt);
+        return out;
+      }
+      out.code = nx::umf3_encode_even_sat(fmt, nx::mul_rn(nx::bits_float(stat), tl.to_block));
+      out.factor = nx::min_f(rcp_rn(nx::mul_rn(nx::umf3_decode(fmt, out.code), tl.global_decode)),
+                             nx::kFloatMax);
+      return out;
+    }
+  }
+  return block_scale<Op>(stat, s_enc);
+}
+
+// Where q_j's magnitude sits: q_j >> kShift (0: even, 1: away/zero/up, R + 1: stochastic).
+template <class Op>
+FP4JIT_CONSTEXPR int q_shift() {
+  return Op::round == nx::Round::even ? 0
+                                      : (Op::round == nx::Round::stochastic ? Op::sr_bits + 1 : 1);
+}
+// The constant part of sum_j (packed q_j) - sum_j (256 << 4j), mod 2^32 (see pack_word).
+template <class Op>
+FP4JIT_CONSTEXPR u32 pack_const() {
+  constexpr int kShift = q_shift<Op>();
+  u32 c = 0u;
+  for (int j = 0; j < 8; ++j) {
+    u32 q = 0u;
+    if (kShift == 0)
+      q = nx::kE2m1QBase << (4 * j);
+    else if (kShift == 1)
+      q = j == 0 ? nx::kE2m1QBase >> 1 : nx::kE2m1QBase << (4 * j - 1);
+    c += q - (256u << (4 * j));
+  }
+  return c;
+}
+
+// One word of 8 codes from 8 scaled values s_j and their random bits.
+template <class Op>
+FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
+  constexpr int kShift = q_shift<Op>();
+  u32 qsum = 0u, ksum = 0u, signs = 0u;
+#pragma unroll
+  for (int j = 7; j >= 0; --j) {
+    const float a = abs_min6(s[j]);
+    const u32 kb = nx::e2m1_kbits(nx::e2m1_interval(a));
+    const u32 q = nx::e2m1_fma_q(a, kb, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
+    if constexpr (kShift == 0)
+      qsum += q << (4 * j);
+    else if constexpr (kShift == 1)
+      qsum += j == 0 ? q >> 1 : q << (4 * j - 1);  // bit 0 of q lands on a sign bit: overwritten
+    else
+      qsum += ((q - nx::kE2m1SrBase) >> kShift) << (4 * j);
+    ksum += 4 * j <= 22 ? kb >> (22 - 4 * j) : kb << (4 * j - 22);  // (kb >> 22) << 4j: exact
+    signs = funnel_l4(nx::float_bits(s[j]), signs);                 // sign at bit 4j + 3
+  }
+  return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
+}
+
+// Random bits of kN consecutive elements from index i0 (stochastic rounding): one Philox call
+// per 128 / R elements when i0 is a multiple of that, else per element's call as sr_bits_vec.
+template <class Op, int kN>
+FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
+  if constexpr (Op::round == nx::Round::stochastic) {
+    constexpr int kPer = 128 / Op::sr_bits;
+    static_assert(kN % kPer == 0 && kN % kVec == 0, "groups hold whole Philox outputs");
+    if (i0 % kPer == 0) {
+#pragma unroll
+      for (int c = 0; c < kN / kPer; ++c) {
+        const nx::U32x4 w = nx::sr_block(seed, i0 / kPer + c);
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) {
+          const int bit = e * Op::sr_bits;
+          r[c * kPer + e] = (w.v[bit / 32] >> (bit % 32)) & ((1u << Op::sr_bits) - 1u);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < kN / kVec; ++s) {
+        u32 seg[kVec];
+        sr_bits_vec<Op>(seed, i0 + s * kVec, seg);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) r[s * kVec + e] = seg[e];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kN; ++e) r[e] = 0u;
+  }
+}
+
+// Codes of one block of kB elements (kB / 8 words) with its scale; NaN blocks give zeros;
+// ms_pow2 blocks holding NaN or Inf (scaled by 1, where NaN must give 0 and Inf saturate) take
+// the per-element encoder.
+template <class Op, int kB>
+FP4JIT_DEV void encode_block(const float* v, const BlockScale& b, bool nonfinite, const u32* r,
+                             u32* words) {
+  if (b.nan) {
+#pragma unroll
+    for (int w = 0; w < kB / 8; ++w) words[w] = 0u;
+    return;
+  }
+  if (Op::rule == Rule::ms_pow2 && nonfinite) {
+    for (int w = 0; w < kB / 8; ++w) {
+      u32 word = 0u;
+      for (int j = 0; j < 8; ++j)
+        word |= (encode_element<Op>(apply_scale<Op>(v[8 * w + j], b), r[8 * w + j]) & 15u)
+                << (4 * j);
+      words[w] = word;
+    }
+    return;
+  }
+#pragma unroll
+  for (int w = 0; w < kB / 8; ++w) {
+    float s[8];
+    u32 rr[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      s[j] = apply_scale<Op>(v[8 * w + j], b);
+      rr[j] = r[8 * w + j];
+    }
+    words[w] = pack_word<Op>(s, rr);
+  }
+}
+
+// In-place Hadamard transform of each chunk of a group (nx::hadamard_transform's order).
+template <class Op, int kG>
+FP4JIT_DEV void group_hadamard(float (&v)[kG]) {
+  if constexpr (Op::had != 0) {
+    constexpr int kN = Op::had;
+#pragma unroll
+    for (int c = 0; c < kG; c += kN) {
+#pragma unroll
+      for (int i = 0; i < kN; ++i)
+        if (sign_negative<Op>(i)) v[c + i] = -v[c + i];
+#pragma unroll
+      for (int h = 1; h < kN; h <<= 1)
+#pragma unroll
+        for (int i = 0; i < kN; i += 2 * h)
+#pragma unroll
+          for (int j = i; j < i + h; ++j) {
+            const float x = v[c + j], y = v[c + j + h];
+            v[c + j] = nx::add_rn(x, y);
+            v[c + j + h] = nx::add_rn(x, -y);
+          }
+      const float norm = nx::hadamard_norm(kN);
+#pragma unroll
+      for (int i = 0; i < kN; ++i) v[c + i] = nx::mul_rn(v[c + i], norm);
+    }
+  }
+}
+
+// Stat words (max |x| bits, NaN/Inf >= 0x7f800000) of the group's blocks from float values.
+template <class Op, int kG>
+FP4JIT_DEV void group_stats(const float (&v)[kG], u32 (&m)[kG / Op::block_cols]) {
+#pragma unroll
+  for (int b = 0; b < kG / Op::block_cols; ++b) {
+    u32 x = 0u;
+#pragma unroll
+    for (int e = 0; e < Op::block_cols; ++e) x = absmax_bits(x, v[b * Op::block_cols + e]);
+    m[b] = x;
+  }
+}
+
+// Everything after the values: stats (unless given), global amax, scales, codes and stores of one
+// group at operand (r, c0) whose first n elements are in range. `raw_max` (BF16 inputs without a
+// transform): the blocks' max |x| bits, computed from the packed input; else null.
+template <class Op, bool kStats>
+FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], const u32* raw_max, i64 r, i64 c0,
+                               int n, const OperandOut& o, float s_enc, const TwoLevel& tl,
+                               u64 seed, u64 offset, bool want_max, u32& global_max) {
+  constexpr int kG = group_size<Op>();
+  constexpr int kB = Op::block_cols;
+  constexpr int kBlocks = kG / kB;
+  group_hadamard<Op, kG>(v);
+  u32 m[kBlocks];
+  if (raw_max != nullptr) {
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b) m[b] = raw_max[b];
+  } else {
+    group_stats<Op, kG>(v, m);
+  }
+  if (want_max) {
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b) {
+      u32 fm = m[b];
+      if (fm >= 0x7f800000u) {  // rare: NaN or Inf in the block
+        fm = 0u;
+        for (int e = 0; e < kB; ++e) fm = umax(fm, finite_key(v[b * kB + e]));
+      }
+      global_max = umax(global_max, fm);
+    }
+  }
+  if constexpr (!kStats) {
+    u32 rb[kG];
+    group_rbits<Op, kG>(seed, offset + static_cast<u64>(r * o.cols + c0), rb);
+    u32 words[kG / 8];
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b) {
+      const u32 stat = stat_of(m[b]);
+      const BlockScale sc = group_scale<Op>(stat, s_enc, tl);
+      encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
+      if (c0 + b * kB < c0 + n)
+        store_scale<Op>(o.scales, block_index<Op>(r, c0 + b * kB, o.scale_cols), sc);
+    }
+    u8* dst = o.codes + r * o.row_bytes + c0 / 2;
+    if (n == kG && o.row_bytes % 16 == 0) {
+      if constexpr (kG == 32) {
+        *reinterpret_cast<uint4*>(dst) = uint4{words[0], words[1], words[2], words[3]};
+      } else {
+        *reinterpret_cast<uint2*>(dst) = uint2{words[0], words[1]};
+      }
+    } else if (n == kG && o.row_bytes % 4 == 0) {
+#pragma unroll
+      for (int w = 0; w < kG / 8; ++w) reinterpret_cast<u32*>(dst)[w] = words[w];
+    } else {
+      for (int e = 0; e < n / 2; ++e) dst[e] = static_cast<u8>(words[e / 4] >> (8 * (e % 4)));
+    }
+  }
+}
+
+}  // namespace fp4jit::kern
