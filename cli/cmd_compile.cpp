@@ -1,6 +1,8 @@
-// fp4jit compile --arch sm_90a|sm_100a|host --recipe SPEC [--dtype D ...] [--jobs N] [--cache PATH]
+// fp4jit compile --arch sm_90a|sm_100a|host --recipe SPEC [--dtype D ...] [--gemm MxNxK ...] [--jobs N]
+//                [--cache PATH]
 // Compiles every kernel a recipe needs ahead of time into the kernel cache; CUDA targets need no
-// GPU (NVRTC only).
+// GPU (NVRTC only). --gemm adds the three GEMMs of a linear layer of that fprop shape (tokens x
+// out x in) with output types --dtype (sm_100a GEMMs: compiled, not yet run on hardware).
 #include <memory>
 
 #include "cache/cache.hpp"
@@ -21,6 +23,7 @@ namespace {
 struct CompileOptions {
   std::string arch, recipe, cache;
   std::vector<std::string> dtypes{"bfloat16"};
+  std::vector<std::string> gemms;
   int jobs = 0;
   bool quiet = false;
 };
@@ -35,7 +38,14 @@ void compile_cuda(const CompileOptions& o, const Recipe& recipe, KernelCache& ca
 #if defined(FP4JIT_HAVE_CUDA)
   Stopwatch clock;
   const std::vector<DType> dtypes = parse_dtypes(o.dtypes);
-  const auto kernels = compile_recipe(recipe, o.arch, &cache, dtypes, o.jobs);
+  auto kernels = compile_recipe(recipe, o.arch, &cache, dtypes, o.jobs);
+  std::vector<GemmShape> layers;
+  for (const auto& g : o.gemms) layers.push_back(parse_gemm_shape(g));
+  std::vector<std::string> skipped;
+  if (!layers.empty()) {
+    auto gemm_kernels = compile_gemms(recipe, o.arch, &cache, layers, dtypes, o.jobs, &skipped);
+    kernels.insert(kernels.end(), gemm_kernels.begin(), gemm_kernels.end());
+  }
   int compiled = 0;
   double compile_ms = 0.0;
   for (const auto& k : kernels) {
@@ -49,6 +59,7 @@ void compile_cuda(const CompileOptions& o, const Recipe& recipe, KernelCache& ca
              "{:.1f} s wall; cache {}\n",
              kernels.size(), recipe.preset, o.arch, compiled, compile_ms / 1000.0, kernels.size() - compiled,
              clock.ms() / 1000.0, cache.path());
+  for (const auto& why : skipped) fmt::print("  skipped: {}\n", why);
 #else
   fail(ErrorKind::unsupported, "this fp4jit was built without CUDA (FP4JIT_WITH_CUDA=OFF): cannot compile for {}",
        o.arch);
@@ -62,7 +73,7 @@ void compile_host(const CompileOptions& o, const Recipe& recipe, const std::stri
   options.cache_path = cache_path;
   host::HostBackend backend(options);
   const std::vector<DType> dtypes = parse_dtypes(o.dtypes);
-  const int compiled = backend.precompile(recipe, dtypes);
+  const int compiled = backend.precompile(recipe, dtypes);  // host GEMM kernels serve every shape
   fmt::print("fp4jit compile: recipe {} for the host ({}): {} kernels compiled, the rest already cached; "
              "{:.1f} s; cache {}\n",
              recipe.preset, backend.description(), compiled, clock.ms() / 1000.0, cache_path);
@@ -87,7 +98,8 @@ void add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compile",
       "Compile every kernel of a recipe ahead of time into the kernel cache (quantize, dequantize, "
-      "OCC, DGE of every operand). CUDA targets need no GPU: NVRTC compiles them");
+      "OCC, DGE of every operand; with --gemm, the three GEMMs of a layer). CUDA targets need no GPU: NVRTC "
+      "compiles them");
   cmd->add_option("--arch", o->arch, "Target: sm_90a (Hopper), sm_100a (Blackwell) or host (this CPU)")
       ->required()
       ->check(one_of("arch", {"sm_90a", "sm_100a", "host"}));
@@ -95,6 +107,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--dtype", o->dtypes, "Input dtypes to compile for (repeatable)")
       ->check(one_of("dtype", dtype_option_names()))
       ->capture_default_str();
+  cmd->add_option("--gemm", o->gemms,
+                  "Also compile the fprop, dgrad and wgrad GEMMs of a linear layer of this shape, tokens x out x in "
+                  "(repeatable; output types from --dtype)");
   cmd->add_option("--jobs,-j", o->jobs, "Parallel NVRTC compiles (0: one per core)")->capture_default_str();
   cmd->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, else "
                                        "$XDG_CACHE_HOME/fp4jit/cache.db)");

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   fp4jit::cli::add_dge_command(app);
   fp4jit::cli::add_compile_command(app);
   fp4jit::cli::add_cache_commands(app);
+  fp4jit::cli::add_bench_commands(app);
   app.footer(  // after the subcommands, which would otherwise inherit it
 
       "Examples:\n"
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
       "  fp4jit sample --shape 1024x4096 --dtype bfloat16 --out x.npy\n"
       "  fp4jit quantize --recipe nvfp4 --in x.npy --out x.q\n"
       "  fp4jit dequantize --in x.q --out y.npy\n"
-      "  fp4jit compile --arch sm_90a --recipe nvfp4\n"
+      "  fp4jit compile --arch sm_90a --recipe nvfp4 --gemm 8192x4096x4096\n"
+      "  fp4jit bench gemm --recipe nvfp4 --gemm 8192x4096x4096\n"
       "  fp4jit cache list\n"
       "Run 'fp4jit COMMAND --help' for a command's options.");
   try {

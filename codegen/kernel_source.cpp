@@ -7,7 +7,7 @@
 namespace fp4jit::codegen {
 
 std::string KernelSource::name_expression() const {
-  return fmt::format("fp4jit::kern::{}<Config>", op);
+  return fmt::format("{}::{}<Config>", name_space, function.empty() ? op : function);
 }
 
 std::string KernelSource::source() const {
@@ -16,9 +16,10 @@ std::string KernelSource::source() const {
       "// key: {key}\n"
       "#include \"{header}\"\n\n"
       "{decl}\n"
-      "template __global__ void fp4jit::kern::{op}<Config>({args});\n",
+      "template __global__ void {name}({args});\n",
       fmt::arg("op", op), fmt::arg("key", key_text), fmt::arg("header", header),
-      fmt::arg("decl", declarations), fmt::arg("args", args_type));
+      fmt::arg("decl", declarations), fmt::arg("name", name_expression()),
+      fmt::arg("args", args_type));
 }
 
 KeyText& KeyText::add(std::string_view name, std::string_view value) {

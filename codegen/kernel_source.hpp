@@ -13,11 +13,13 @@ struct KernelSource {
   std::string op;            // template name, e.g. "quantize_rows" (templates/quantize/<op>.cuh)
   std::string header;        // e.g. "quantize/quantize_rows.cuh"
   std::string declarations;  // the config type `Config` and the operand structs it names
-  std::string args_type;     // e.g. "fp4jit::kern::QuantizeArgs"
-  std::string key_text;      // op=...;...;target=...
-  std::string target;        // "sm_90a", "sm_100a", ...
+  std::string args_type;  // e.g. "fp4jit::kern::QuantizeArgs" (the parameter list, comma-separated)
+  std::string name_space = "fp4jit::kern";  // of the kernel template
+  std::string function;                     // the kernel template's name when it differs from `op`
+  std::string key_text;                     // op=...;...;target=...
+  std::string target;                       // "sm_90a", "sm_100a", ...
 
-  // "fp4jit::kern::quantize_rows<Config>"
+  // "fp4jit::kern::quantize_rows<Config>" (name_space::function-or-op<Config>)
   std::string name_expression() const;
   // The whole stub: a comment with the key, the #include, the declarations, the instantiation.
   std::string source() const;

@@ -24,6 +24,10 @@ class Backend {
   virtual void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
                           std::int64_t source_cols, const TensorView& out, void* stream) = 0;
   virtual void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) = 0;
+  // Engine::gemm, arguments checked (layouts, shapes, dtypes, epilogue buffers).
+  virtual void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+                    const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
+                    void* stream) = 0;
 };
 
 std::unique_ptr<Backend> make_reference_backend();

@@ -1,11 +1,13 @@
 // Ahead-of-time compilation of a recipe's CUDA kernels into the kernel cache, with no GPU needed
-// (what `fp4jit compile --arch sm_90a|sm_100a --recipe SPEC` runs).
+// (what `fp4jit compile --arch sm_90a|sm_100a --recipe SPEC [--gemm MxNxK]` runs).
 #pragma once
 #include <span>
 #include <string>
 #include <vector>
 
 #include "cache/cache.hpp"
+#include "codegen/kernel_source.hpp"
+#include "core/gemm.hpp"
 #include "core/recipe.hpp"
 
 namespace fp4jit {
@@ -26,5 +28,18 @@ struct CompiledKernelInfo {
 std::vector<CompiledKernelInfo> compile_recipe(const Recipe& recipe, const std::string& target,
                                                KernelCache* cache, std::span<const DType> dtypes,
                                                int jobs = 0);
+
+// The kernels of the three GEMMs (and the OCC compensation, where the recipe has it) of linear
+// layers of these fprop shapes (tokens x out x in) on `target`, for output types `outs`, with the
+// configs the heuristic picks for each shape (assuming default_sm_count(target) SMs), compiled
+// like compile_recipe. GEMMs the target has no kernel for are skipped and named in `skipped`.
+std::vector<CompiledKernelInfo> compile_gemms(const Recipe& recipe, const std::string& target,
+                                              KernelCache* cache, std::span<const GemmShape> layers,
+                                              std::span<const DType> outs, int jobs = 0,
+                                              std::vector<std::string>* skipped = nullptr);
+
+// Compiles a list of kernels in parallel into `cache` (may be null), skipping those already cached.
+std::vector<CompiledKernelInfo> compile_sources(const std::vector<codegen::KernelSource>& kernels,
+                                                KernelCache* cache, int jobs = 0);
 
 }  // namespace fp4jit

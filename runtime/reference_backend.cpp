@@ -1,6 +1,7 @@
 // The golden model behind the Engine interface (host memory).
 #include "reference/reference.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/gemm_epilogue.hpp"
 #include "runtime/host_tensor.hpp"
 
 namespace fp4jit {
@@ -26,6 +27,27 @@ class ReferenceBackend final : public Backend {
 
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void*) override {
     from_matrix(reference::dge_factor(recipe, to_matrix(w)), out);
+  }
+
+  // reference::gemm in double (exact products), the epilogue in double, one rounding to out.
+  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b, const GemmShape& shape,
+            const TensorView& out, const GemmEpilogue& epilogue, void*) override {
+    const GemmLayouts l = gemm_layouts(recipe, op, shape);
+    const GemmRoles roles = gemm_roles(op);
+    QuantizedView av = a;
+    const bool occ = epilogue.occ_weight.data != nullptr;
+    if (!occ) av.residual_count = nullptr;  // the residual is only read for the compensation
+    const QuantizedTensor qa = load_quantized(recipe, roles.a, l.a, av);
+    const QuantizedTensor qb = load_quantized(recipe, roles.b, l.b, b);
+    Matrix<float> weight;
+    reference::GemmOptions options;
+    if (occ) {
+      weight = to_matrix(epilogue.occ_weight);
+      options.residual_of = &qa;
+      options.residual_weight = &weight;
+    }
+    const Matrix<double> c = reference::gemm(recipe, qa, qb, options);
+    for (std::int64_t r = 0; r < c.rows; ++r) write_gemm_row(r, c.row(r), epilogue, out);
   }
 };
 

@@ -6,13 +6,18 @@
 //   host       the same ops generated as LLVM IR and compiled with ORC for this CPU; host pointers.
 //   reference  the plain C++ golden model (slow; for checking); host pointers.
 //   auto       cuda where a GPU and driver are present, else host.
-// Every backend writes the same bytes for the same inputs (see core/quantized.hpp for the layout).
+// Every backend writes the same bytes for the same inputs (see core/quantized.hpp for the layout);
+// GEMMs agree with the reference's double-precision product to FP32 accuracy.
+// CUDA GEMM targets: sm_90a (Hopper, FP4 expanded on chip onto FP8 / FP16 tensor cores: tested on
+// H100/H200) and sm_100a (Blackwell, native block-scaled FP4 through tcgen05: compiled and
+// inspected, but NOT YET RUN on hardware; it launches on sm_100 devices untested).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 
+#include "core/gemm.hpp"
 #include "core/quantized.hpp"
 #include "core/recipe.hpp"
 
@@ -54,6 +59,18 @@ struct QuantizeArgs {
   const float* amax_transposed = nullptr;
 };
 
+// Epilogue of Engine::gemm: out = alpha * (deq(A) deq(B)^T [+ R W^T]) [+ bias] [+ beta * c].
+struct GemmEpilogue {
+  float alpha = 1.0f;
+  float beta = 0.0f;            // beta != 0 needs c
+  TensorView c{};               // [M, N] in the output's dtype; may be the output itself (accumulation)
+  const float* bias = nullptr;  // [N] float32, or null
+  // OCC compensation, for recipes whose A operand has occ=on (msfp4 fprop): R is A's sparse
+  // residual (the residual_* buffers of the A view) and W the weight in high precision, [N, K]
+  // (float32, bfloat16 or float16). data == nullptr: no compensation.
+  TensorView occ_weight{};
+};
+
 struct EngineOptions {
   BackendKind backend = BackendKind::automatic;
   int device = 0;               // CUDA device ordinal
@@ -90,6 +107,14 @@ class Engine {
                   std::int64_t source_cols, const TensorView& out, void* stream = nullptr);
   // DGE factor f'(W * sf) of the recipe's weight operand, elementwise, into out (same shape as w).
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream = nullptr);
+  // One of a linear layer's three GEMMs (core/gemm.hpp): out [M, N] = epilogue(deq(A) deq(B)^T),
+  // A [M, K] and B [N, K] the operands of `op` quantized with `recipe` (x and w for fprop, dy and
+  // wt for dgrad, dyt and xt for wgrad), out float32, bfloat16 or float16. Every argument is
+  // checked against the recipe's layouts first; Error(invalid_argument) names the one that is off,
+  // Error(unsupported) a combination the backend has no kernel for.
+  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+            const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue = {},
+            void* stream = nullptr);
 
  private:
   std::unique_ptr<Backend> backend_;

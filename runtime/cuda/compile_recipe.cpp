@@ -2,9 +2,11 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "runtime/compile.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
 #include "runtime/cuda/kernel_binary.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "runtime/cuda/plan.hpp"
@@ -16,7 +18,12 @@ std::vector<CompiledKernelInfo> compile_recipe(const Recipe& recipe, const std::
                                                int jobs) {
   codegen::check_target(target);
   cuda::Nvrtc::get();  // fails early, naming what was tried, when NVRTC is missing
-  const std::vector<codegen::KernelSource> kernels = cuda::recipe_kernels(recipe, target, dtypes);
+  return compile_sources(cuda::recipe_kernels(recipe, target, dtypes), cache, jobs);
+}
+
+std::vector<CompiledKernelInfo> compile_sources(const std::vector<codegen::KernelSource>& kernels,
+                                                KernelCache* cache, int jobs) {
+  cuda::Nvrtc::get();
   std::vector<CompiledKernelInfo> out(kernels.size());
   std::vector<cuda::KernelBinary> binaries(kernels.size());
   std::vector<char> todo(kernels.size(), 0);
@@ -57,6 +64,24 @@ std::vector<CompiledKernelInfo> compile_recipe(const Recipe& recipe, const std::
     if (cache != nullptr && cache->enabled()) cuda::store_kernel(*cache, kernels[i], binaries[i]);
   }
   return out;
+}
+
+}  // namespace fp4jit
+
+namespace fp4jit {
+
+std::vector<CompiledKernelInfo> compile_gemms(const Recipe& recipe, const std::string& target,
+                                              KernelCache* cache, std::span<const GemmShape> layers,
+                                              std::span<const DType> outs, int jobs,
+                                              std::vector<std::string>* skipped) {
+  codegen::check_target(target);
+  std::vector<codegen::KernelSource> kernels;
+  std::set<std::string> seen;
+  for (const GemmShape& layer : layers)
+    for (auto& k : cuda::layer_gemm_kernels(recipe, layer, target, cuda::default_sm_count(target),
+                                            outs, skipped))
+      if (seen.insert(k.key_text).second) kernels.push_back(std::move(k));
+  return compile_sources(kernels, cache, jobs);
 }
 
 }  // namespace fp4jit

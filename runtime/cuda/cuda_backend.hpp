@@ -28,6 +28,10 @@ class CudaBackend final : public Backend {
                   std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
                   void* stream) override;
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
+  // In gemm_launch.cpp.
+  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+            const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
+            void* stream) override;
 
   const DeviceInfo& device() const { return info_; }
   ModuleRegistry::Counts kernel_counts() const { return modules_->counts(); }

@@ -36,6 +36,9 @@ static_assert(std::is_same_v<decltype(Driver::module_load_data), PFN_cuModuleLoa
 static_assert(std::is_same_v<decltype(Driver::module_unload), PFN_cuModuleUnload_v2000>);
 static_assert(std::is_same_v<decltype(Driver::module_get_function), PFN_cuModuleGetFunction_v2000>);
 static_assert(std::is_same_v<decltype(Driver::func_get_attribute), PFN_cuFuncGetAttribute_v2020>);
+static_assert(std::is_same_v<decltype(Driver::func_set_attribute), PFN_cuFuncSetAttribute_v9000>);
+static_assert(
+    std::is_same_v<decltype(Driver::tensor_map_encode_tiled), PFN_cuTensorMapEncodeTiled_v12000>);
 static_assert(std::is_same_v<decltype(Driver::launch_kernel), PFN_cuLaunchKernel_v4000>);
 static_assert(std::is_same_v<decltype(Driver::mem_alloc), PFN_cuMemAlloc_v3020>);
 static_assert(std::is_same_v<decltype(Driver::mem_free), PFN_cuMemFree_v3020>);
@@ -122,6 +125,8 @@ Loaded load() {
       resolve(get_proc, 2000, "cuModuleUnload", d.module_unload, why) &&
       resolve(get_proc, 2000, "cuModuleGetFunction", d.module_get_function, why) &&
       resolve(get_proc, 2020, "cuFuncGetAttribute", d.func_get_attribute, why) &&
+      resolve(get_proc, 9000, "cuFuncSetAttribute", d.func_set_attribute, why) &&
+      resolve(get_proc, 12000, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled, why) &&
       resolve(get_proc, 4000, "cuLaunchKernel", d.launch_kernel, why) &&
       resolve(get_proc, 3020, "cuMemAlloc", d.mem_alloc, why) &&
       resolve(get_proc, 3020, "cuMemFree", d.mem_free, why) &&

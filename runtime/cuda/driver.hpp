@@ -27,6 +27,8 @@ struct Driver {
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuFuncGetAttribute) func_get_attribute = nullptr;
+  decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;  // GEMM: dynamic smem limit
+  decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // GEMM: TMA descriptors
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
   decltype(&::cuMemAlloc) mem_alloc = nullptr;
   decltype(&::cuMemFree) mem_free = nullptr;

@@ -56,6 +56,10 @@ class HostBackend final : public Backend {
                   void* stream) override;
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
 
+  // Engine::gemm: the FP32 GEMM below into a float buffer, then the epilogue (gemm_epilogue.hpp).
+  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+            const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
+            void* stream) override;
   // C [a.rows, b.rows] (float32, row stride ldc) = deq(a) deq(b)^T with FP32 accumulation,
   // block scales applied when decoding, tensor scales in the epilogue (+ OCC compensation).
   // The operands must come from `recipe` with matching K and Hadamard transforms.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "numerics/common.cuh"
+#include "runtime/gemm_epilogue.hpp"
 #include "runtime/host/host_backend.hpp"
 #include "runtime/host/requests.hpp"
 
@@ -12,16 +13,7 @@ namespace fp4jit::host {
 namespace {
 
 float weight_at(const TensorView& w, std::int64_t r, std::int64_t c) {
-  const std::int64_t i = r * (w.row_stride == 0 ? w.cols : w.row_stride) + c;
-  switch (w.dtype) {
-    case DType::f32:
-      return static_cast<const float*>(w.data)[i];
-    case DType::bf16:
-      return nx::bf16_to_float(static_cast<const std::uint16_t*>(w.data)[i]);
-    case DType::f16:
-      return nx::f16_to_float(static_cast<const std::uint16_t*>(w.data)[i]);
-  }
-  return 0.0f;
+  return tensor_value(w, r, c);
 }
 
 void check(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b) {
@@ -107,6 +99,23 @@ void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOpe
       for (std::int64_t j = 0; j < n; ++j)
         row[j] = static_cast<float>(row[j] + v * weight_at(w, j, p));
     }
+  });
+}
+
+void HostBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
+                       const QuantizedView& b, const GemmShape& shape, const TensorView& out,
+                       const GemmEpilogue& epilogue, void*) {
+  const GemmLayouts l = gemm_layouts(recipe, op, shape);
+  const GemmRoles roles = gemm_roles(op);
+  const std::int64_t m = shape.m, n = shape.n;
+  FloatBuffer acc(new float[static_cast<std::size_t>(m * n)]);
+  const GemmResidual residual{&a, epilogue.occ_weight};
+  gemm(recipe, {roles.a, l.a, a}, {roles.b, l.b, b}, acc.get(), n,
+       epilogue.occ_weight.data != nullptr ? &residual : nullptr);
+  std::lock_guard lock(mutex_);
+  pool_->run(m, [&](std::int64_t r, int) {
+    std::vector<double> row(acc.get() + r * n, acc.get() + (r + 1) * n);
+    write_gemm_row(r, row.data(), epilogue, out);
   });
 }
 

@@ -11,6 +11,7 @@
 //
 // C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized (core/quantized.hpp).
 #pragma once
+#include "gemm/params.cuh"
 
 namespace fp4jit::sm90 {
 
@@ -21,12 +22,16 @@ enum class ScaleKind : int {
            //   exact per-tile promotion to FP32; multi-pass over exponent bands when the window fails
   nv = 2,  // 1x16 (or 16x16) UE4M3 / UE5M3 blocks + FP32 tensor scale (nvfp4, ue5m3): E2M1 x scale
            //   expanded to FP16 (UE4M3) or BF16 (UE5M3), HGMMA
+  ms_grad = 3,  // msfp4 backward (dgrad, wgrad): A = E5M2 codes with one per-tensor scale (no
+                //   expansion: E5M2 is the top byte of FP16), B = E2M1 with a power-of-two scale per
+                //   K column folded exactly into its FP16 expansion (shift window of 37 binades per
+                //   K tile, further columns in later passes), HGMMA F16, per-tile FP32 promotion
 };
 
 // Block-scale code formats of the nv kind (numerics/minifloat.cuh).
 enum class ScaleCode : int { ue4m3 = 0, ue5m3_nan = 1, ue5m3_finite = 2, ue5m3_ieee = 3 };
 
-enum class OutType : int { bf16 = 0, f16 = 1, f32 = 2 };
+using gemm::OutType;
 
 struct GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::mx;
@@ -51,33 +56,12 @@ struct GemmConfigBase {
   static constexpr bool kNvInterleave = false;
   // Measurement only (wrong results): 1 skips the B expansion, 2 the A expansion, 4 the wgmmas.
   static constexpr int kAblate = 0;
+  // Problem sizes fixed at compile time (0: taken from GemmParams at run time). The runtime keys
+  // its kernels by N and K and passes the same values; M always stays a run-time argument.
+  static constexpr int kN = 0, kK = 0;
 };
 
-// Runtime arguments (one struct, passed by value).
-struct GemmParams {
-  int M, N, K;
-  // mx / nv: block-scale codes [rows / block_rows, K / block] row-major, with their row pitch.
-  const unsigned char* a_scale;
-  const unsigned char* b_scale;
-  int a_scale_ld, b_scale_ld;
-  // ms: per-row FP32 decode scales of A [M] and B [N].
-  const float* a_row_scale;
-  const float* b_row_scale;
-  // Epilogue: D = alpha * tensor_factor * (A B^T) [+ bias[n]] [+ beta * C]. tensor_factor is
-  // 1 / (s_enc_a * s_enc_b) for two-level recipes, else 1.
-  float alpha, beta, tensor_factor;
-  const float* bias;  // [N] or null
-  const void* c;      // [M, ldc] of the output type, or null (beta ignored)
-  void* d;            // [M, ldd]
-  long long ldc, ldd;
-  // Split-K: splits > 1 needs workspace (tiles * splits * BLOCK_M * BLOCK_N floats) and zeroed
-  // counters (one int per tile; the kernel leaves them zero again).
-  int splits;
-  float* workspace;
-  int* counters;
-  // Debugging: when set, each CTA publishes its progress at progress[4 * blockIdx.x + i]:
-  // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
-  unsigned* progress;
-};
+// Runtime arguments: gemm/params.cuh.
+using gemm::GemmParams;
 
 }  // namespace fp4jit::sm90

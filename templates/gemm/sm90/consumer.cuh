@@ -9,8 +9,8 @@
 //
 // Accumulation: ms and nv accumulate in the tensor cores across the whole K range (products of
 // E2M1 values are exact, and the partial sums stay on the fine grid that the tensor-core
-// accumulator keeps); mx, whose per-tile shifts change the scale, promotes every stage into FP32
-// registers with the stage's factor (and ms can promote every kPromoteTiles tiles).
+// accumulator keeps); mx and ms_grad, whose per-tile shifts change the scale, promote every stage
+// into FP32 registers with the stage's factor (and ms can promote every kPromoteTiles tiles).
 #pragma once
 #include "gemm/sm90/expand.cuh"
 #include "gemm/sm90/smem.cuh"
@@ -50,6 +50,19 @@ __device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const Con
       lds64(table + 8 * ((idx1 >> (8 * st)) & 0xFFu), l1, h1);
       e2m1x8_to_e4m3_lut(w0, l0, h0, fr[4 * st + 0], fr[4 * st + 2]);
       e2m1x8_to_e4m3_lut(w1, l1, h1, fr[4 * st + 1], fr[4 * st + 3]);
+    }
+  } else if constexpr (T::kKind == ScaleKind::ms_grad) {
+    // E5M2 codes, one byte per element: thread tig takes block tig (bytes 16 tig .. 16 tig + 15)
+    // of its rows, word s = elements 4s .. 4s + 3; an E5M2 byte is the high byte of the same FP16.
+    unsigned u0[4], u1[4];
+    lds128(pa + rw.r0 * 64 + 16 * rw.tig, u0[0], u0[1], u0[2], u0[3]);
+    lds128(pa + rw.r1 * 64 + 16 * rw.tig, u1[0], u1[1], u1[2], u1[3]);
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      fr[4 * st + 0] = prmt(u0[st], 0u, 0x1404u);  // (e0, e1) -> two FP16
+      fr[4 * st + 2] = prmt(u0[st], 0u, 0x3424u);  // (e2, e3)
+      fr[4 * st + 1] = prmt(u1[st], 0u, 0x1404u);
+      fr[4 * st + 3] = prmt(u1[st], 0u, 0x3424u);
     }
   } else {
     const unsigned s0 = lds32(sm.header(e) + rw.r0 * T::kRowInfoBytes + 4 * rw.tig);
@@ -161,6 +174,8 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
       const float fbv = __uint_as_float(lds32(sm.tile_info(e) + 4));
       f0 = __uint_as_float(lds32(sm.header(e) + rw.r0 * T::kRowInfoBytes + 4)) * fbv;
       f1 = __uint_as_float(lds32(sm.header(e) + rw.r1 * T::kRowInfoBytes + 4)) * fbv;
+    } else if constexpr (T::kKind == ScaleKind::ms_grad) {
+      f0 = f1 = __uint_as_float(lds32(sm.tile_info(e) + 4));
     }
     const bool done = (info & kUnitLast) != 0;
     // Next stage's A while the tensor cores work.

@@ -1,7 +1,8 @@
 // Epilogue of the sm90 GEMM, run by each consumer thread on its accumulator fragment:
 //   D[m, n] = alpha * factor(m, n) * acc [+ bias[n]] [+ beta * C[m, n]]
 // factor: ms: 2^12 (undoes the 2^-6 of both expansions) * sa[m] * sb[n]; mx: 1 (the stage factors
-// were applied at promotion); nv: tensor_factor (1 / (s_enc_a * s_enc_b)).
+// were applied at promotion); nv: tensor_factor / (s_enc_a * s_enc_b); ms_grad: A's per-tensor
+// scale (B's column scales were applied at promotion).
 // Fragment element j = v0 + 2 v1 + 4 v2: row g + 8 v1, column 8 v2 + 2 tig + v0. Rows >= M and
 // columns >= N (ragged edges) are not stored.
 //
@@ -9,60 +10,30 @@
 // coalesced float4), then bumps the tile's counter; the split that arrives last sums all splits in
 // split order (deterministic), runs the epilogue and resets the counter.
 #pragma once
+#include "gemm/epilogue_io.cuh"
 #include "gemm/sm90/consumer.cuh"
 #include "gemm/sm90/scheduler.cuh"
 #include "gemm/sm90/smem.cuh"
 
 namespace fp4jit::sm90 {
 
-template <OutType kOut>
-__device__ __forceinline__ float load_out(const void* c, long long idx) {
-  if constexpr (kOut == OutType::f32) {
-    return static_cast<const float*>(c)[idx];
-  } else {
-    const unsigned short h = static_cast<const unsigned short*>(c)[idx];
-    if constexpr (kOut == OutType::bf16) return __uint_as_float(static_cast<unsigned>(h) << 16);
-    float f;
-    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
-    return f;
-  }
-}
-
-template <OutType kOut>
-__device__ __forceinline__ void store_pair(void* d, long long idx, float x0, float x1, bool has1, bool vec) {
-  if constexpr (kOut == OutType::f32) {
-    float* p = static_cast<float*>(d) + idx;
-    if (has1 && vec) {
-      *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
-    } else {
-      p[0] = x0;
-      if (has1) p[1] = x1;
-    }
-  } else {
-    unsigned packed;
-    if constexpr (kOut == OutType::bf16) {
-      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-    } else {
-      asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-    }
-    unsigned short* p = static_cast<unsigned short*>(d) + idx;
-    if (has1 && vec) {
-      *reinterpret_cast<unsigned*>(p) = packed;
-    } else {
-      p[0] = static_cast<unsigned short>(packed & 0xFFFFu);
-      if (has1) p[1] = static_cast<unsigned short>(packed >> 16);
-    }
-  }
-}
+using gemm::load_out;
+using gemm::store_pair;
 
 template <class Cfg>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw,
                                                const float (&acc)[GemmTraits<Cfg>::kAccum]) {
   using T = GemmTraits<Cfg>;
-  const bool vec = (p.ldd % 2 == 0) && (p.c == nullptr || p.ldc % 2 == 0);
-  const float base = T::kKind == ScaleKind::ms ? p.alpha * 4096.0f
-                     : T::kKind == ScaleKind::nv ? p.alpha * p.tensor_factor
-                                                 : p.alpha;
+  constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
+  const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
+  float base = p.alpha;
+  if constexpr (T::kKind == ScaleKind::ms) base *= 4096.0f;
+  if constexpr (T::kKind == ScaleKind::ms_grad) base *= p.a_row_scale[0];
+  if constexpr (T::kKind == ScaleKind::nv) {
+    base *= p.tensor_factor;
+    if (p.a_tensor_scale != nullptr) base *= 1.0f / *p.a_tensor_scale;
+    if (p.b_tensor_scale != nullptr) base *= 1.0f / *p.b_tensor_scale;
+  }
 #pragma unroll
   for (int v1 = 0; v1 < 2; ++v1) {
     const int m = w.m0 + (v1 ? rw.r1 : rw.r0);

@@ -3,7 +3,8 @@
 //
 // Rules (first version, from the FLOP-per-byte of each tile and the wave count):
 //   * BLOCK_N: ms and nv prefer 256 (two 64x256 consumer tiles read each expanded B stage), mx
-//     is limited to 128 by its two accumulator sets; 128 also wherever it gives a fuller last wave.
+//     and ms_grad are limited to 128 by their two accumulator sets; 128 also wherever it gives a
+//     fuller last wave.
 //   * split-K when the tiles fill less than half of the SMs: enough splits to fill them, at least
 //     4 K tiles per split.
 //   * persistent grid: min(work units, SMs).
@@ -18,14 +19,14 @@ struct GemmChoice {
   int grid;
 };
 
-constexpr int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
+FP4JIT_GEMM_CONSTEXPR int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
 
-constexpr GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms) {
-  const int block_k = kind == ScaleKind::nv ? 64 : 128;
+FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms) {
+  const int block_k = (kind == ScaleKind::nv || kind == ScaleKind::ms_grad) ? 64 : 128;
   const int k_tiles = ceil_div_i(K, block_k);
   const int tm = ceil_div_i(M, 128);
   int best_bn = 128;
-  if (kind != ScaleKind::mx) {
+  if (kind == ScaleKind::ms || kind == ScaleKind::nv) {
     // Fraction of the SM-waves doing useful work, with a bonus for the wider tile.
     const int t256 = tm * ceil_div_i(N, 256), t128 = tm * ceil_div_i(N, 128);
     const double e256 = static_cast<double>(t256) / (ceil_div_i(t256, sms) * sms);

@@ -13,8 +13,9 @@
 // path with 64-byte swizzle, the 16-bit path without), dynamic shared memory
 // GemmTraits<Cfg>::kSmemBytes, grid = min(units, SMs), GemmTraits<Cfg>::kThreads threads;
 // bench/gemm_sm90_harness.cu does exactly this, and choose_gemm (heuristic.cuh) picks the config.
-// Preconditions (checked by the host): K a multiple of 32 (TMA row pitch K/2 a multiple of 16
-// bytes), code pointers 16-byte aligned.
+// Host side in the library: runtime/cuda/gemm_launch.cpp (geometry.cuh gives it the same
+// numbers). Preconditions (checked by the host): K a multiple of 32 (TMA row pitch K/2 a multiple
+// of 16 bytes), code pointers 16-byte aligned; Cfg::kN / kK, when set, equal to p.N / p.K.
 #pragma once
 #include "gemm/sm90/config.cuh"
 #include "gemm/sm90/consumer.cuh"
@@ -49,9 +50,12 @@ __device__ __forceinline__ unsigned short nv_decode_bits(ScaleCode code_kind, un
 
 template <class Cfg>
 __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
-    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p) {
+    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
+  GemmParams p = p_in;  // compile-time sizes fold into every role's loops and edge checks
+  if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
+  if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
   extern __shared__ unsigned char smem_raw[];
   const SmemView<T> sm(smem_raw);
   const int tid = threadIdx.x;

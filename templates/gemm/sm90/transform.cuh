@@ -12,6 +12,11 @@
 //       block is within 14 binades of its reference: the common case.
 //   nv  per K tile: each (row, 16-block) scale decoded once through a 256-entry table into the
 //       16-bit type; the expansion multiplies E2M1 values by it, exactly.
+//   ms_grad  per K tile: the power-of-two scales of the tile's 64 B columns, reference R = the
+//       largest exponent; column k is expanded as E2M1 * 2^(13 - (R - e_k)) in FP16, exact while
+//       R - e_k <= 36 (E2M1 * 2^s is an FP16 value for s in [-23, 13]); columns further down go
+//       to later passes, band p covering R - e_k in [37p, 37p + 36], pass p promoting with
+//       2^(R - 13 - 37p). A needs nothing per tile (one per-tensor scale, in the epilogue).
 #pragma once
 #include "gemm/sm90/expand.cuh"
 #include "gemm/sm90/scheduler.cuh"
@@ -21,6 +26,24 @@ namespace fp4jit::sm90 {
 
 constexpr unsigned kAbsent = 0x100u;  // a scale outside the tensor (row >= rows or block >= K / block)
 constexpr unsigned kE8M0Nan = 0xFFu;
+
+// ms_grad column codes: floor(log2(scale)) + kColBias for a finite non-zero scale, else:
+constexpr unsigned kColAbsent = 0u;      // outside the tensor, or a zero scale: the column adds 0
+constexpr unsigned kColNan = 0xFFFFu;    // NaN or Inf scale: the column makes the product NaN
+constexpr int kColBias = 160;            // floor_log2 of a float lies in [-149, 127]
+constexpr int kColWindow = 37;           // binades of one pass (FP16-exact shifts -23..13)
+constexpr int kColTop = 13;              // shift of the reference column
+
+__device__ __forceinline__ unsigned col_code(float v) {
+  if (!nx::is_finite(v)) return kColNan;
+  if (v == 0.0f) return kColAbsent;
+  return static_cast<unsigned>(nx::floor_log2(fabsf(v)) + kColBias);
+}
+
+// FP16 bits of 2^s, s in [-24, 15].
+__device__ __forceinline__ unsigned f16_pow2_bits(int s) {
+  return s >= -14 ? static_cast<unsigned>(s + 15) << 10 : 1u << (s + 24);
+}
 
 // Walks a CTA's (work unit, K tile) sequence.
 template <class Sched>
@@ -76,7 +99,7 @@ struct TileScales {
   static constexpr int kTT = T::kTransformThreads;
   static constexpr int kBCodes = T::kKind == ScaleKind::mx ? T::BLOCK_N * 4 / kTT
                                  : T::kKind == ScaleKind::nv ? 4 * ((T::BLOCK_N + kTT - 1) / kTT)
-                                                             : 1;
+                                                             : 1;  // ms_grad: the column code of column tid
   unsigned a[4];
   unsigned b[kBCodes];
 };
@@ -108,13 +131,16 @@ __device__ __forceinline__ void load_tile_scales(TileScales<T>& s, const GemmPar
         s.b[4 * k + b] = load_code(p.b_scale, p.b_scale_ld, n < T::BLOCK_N ? w.n0 + n : p.N, p.N,
                                    Cfg::kBBlockRows, kt * 4 + b, nkb);
       }
+  } else if constexpr (T::kKind == ScaleKind::ms_grad) {
+    const int k = kt * T::BLOCK_K + tid;
+    s.b[0] = (tid < T::BLOCK_K && k < p.K) ? col_code(__ldg(p.b_col_scale + k)) : kColAbsent;
   }
 }
 
 // Copies the packed A tile (BLOCK_M x kPackedRow bytes, swizzle kept) into the expanded stage.
 template <class T>
 __device__ __forceinline__ void copy_a(unsigned packed_a, unsigned dst) {
-  constexpr int kVecs = T::BLOCK_M * T::kPackedRow / 16;
+  constexpr int kVecs = T::BLOCK_M * T::kPackedRowA / 16;
 #pragma unroll
   for (int i = 0; i < (kVecs + T::kTransformThreads - 1) / T::kTransformThreads; ++i) {
     const int v = threadIdx.x + i * T::kTransformThreads;
@@ -263,6 +289,89 @@ __device__ __forceinline__ void expand_b_nv(unsigned packed_b, unsigned exp, uns
   }
 }
 
+// ms_grad: as nv, one row per thread, each 16-bit pair multiplied by its two columns' factors
+// (FP16 bits of 2^shift, exact products), read from the stage header: word w holds the factors of
+// columns 2w (low half) and 2w + 1 of the tile, in natural order.
+template <class T>
+__device__ __forceinline__ void expand_b_msg(unsigned packed_b, unsigned exp, unsigned factors) {
+  constexpr int kRows = (T::BLOCK_N + T::kTransformThreads - 1) / T::kTransformThreads;
+  unsigned f[32];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) lds128(factors + 16 * i, f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
+#pragma unroll
+  for (int k = 0; k < kRows; ++k) {
+    const int n = threadIdx.x + T::kTransformThreads * k;
+    if (n >= T::BLOCK_N) break;
+    unsigned w[8], c[8][4];
+    lds128(packed_b + n * 32, w[0], w[1], w[2], w[3]);
+    lds128(packed_b + n * 32 + 16, w[4], w[5], w[6], w[7]);
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned l0, l1, h0, h1;
+        e2m1x8_to_16bit<false>(w[2 * b + h], l0, l1, h0, h1);  // elements (8h + 2j, 8h + 2j + 1), j = 0..3
+        c[4 * h + 0][b] = mul_f16x2(l0, f[8 * b + 4 * h + 0]);
+        c[4 * h + 1][b] = mul_f16x2(l1, f[8 * b + 4 * h + 1]);
+        c[4 * h + 2][b] = mul_f16x2(h0, f[8 * b + 4 * h + 2]);
+        c[4 * h + 3][b] = mul_f16x2(h1, f[8 * b + 4 * h + 3]);
+      }
+    const unsigned row = exp + n * 128;
+#pragma unroll
+    for (int ch = 0; ch < 8; ++ch) sts128(row + 16 * (ch ^ (n & 7)), c[ch][0], c[ch][1], c[ch][2], c[ch][3]);
+  }
+}
+
+// ms_grad, one K tile (packed slot s already full): the column references, then one expanded
+// stage per band pass.
+template <class T>
+__device__ __forceinline__ void transform_tile_msg(const SmemView<T>& sm, RingPos<T::kExpStages>& ex, int s,
+                                                   unsigned code, unsigned* scr, bool unit_last) {
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const bool present = code != kColAbsent && code != kColNan;
+  const unsigned wmax = redux_max(present ? code : 0u), wmin = redux_min(present ? code : 0xFFFFu);
+  if (lane == 0) {
+    scr[warp * 4 + 0] = wmax;
+    scr[warp * 4 + 1] = wmin;
+  }
+  named_barrier_sync(1, T::kTransformThreads);
+  unsigned cmax = 0, cmin = 0xFFFFu;
+#pragma unroll
+  for (int q = 0; q < T::kTransformThreads / 32; ++q) {
+    cmax = max(cmax, scr[q * 4 + 0]);
+    cmin = min(cmin, scr[q * 4 + 1]);
+  }
+  const bool any = cmax >= cmin;
+  const int passes = any ? static_cast<int>(cmax - cmin) / kColWindow + 1 : 1;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int e = ex.slot();
+    mbar_wait(sm.exp_empty(e), ex.empty_parity());
+    if (tid < T::BLOCK_K) {
+      unsigned f = 0;
+      if (code == kColNan) {
+        f = pass == 0 ? 0x7E00u : 0u;
+      } else if (present) {
+        const int d = static_cast<int>(cmax - code);
+        if (d / kColWindow == pass) f = f16_pow2_bits(kColTop - (d - kColWindow * pass));
+      }
+      asm volatile("st.shared.b16 [%0], %1;" ::"r"(sm.header(e) + 2 * tid), "h"(static_cast<unsigned short>(f))
+                   : "memory");
+    }
+    named_barrier_sync(1, T::kTransformThreads);
+    if constexpr ((T::kAblate & 1) == 0) expand_b_msg<T>(sm.packed_b(s), sm.exp(e), sm.header(e));
+    copy_a<T>(sm.packed_a(s), sm.exp_a(e));
+    if (tid == 0) {
+      const bool last = pass + 1 == passes;
+      const float fb = any ? pow2i(static_cast<int>(cmax) - kColBias - kColTop - kColWindow * pass) : 0.0f;
+      sts32(sm.tile_info(e), (last ? kLastPass : 0u) | (last && unit_last ? kUnitLast : 0u));
+      sts32(sm.tile_info(e) + 4, __float_as_uint(fb));
+    }
+    fence_proxy_async();
+    warp_arrive(sm.exp_full(e));
+    ++ex.count;
+  }
+}
+
 // ---- the role -------------------------------------------------------------------------------
 
 template <class Cfg>
@@ -296,7 +405,7 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
         if (issued > pk.count && !mbar_test(sm.packed_empty(slot), parity)) break;
         mbar_wait(sm.packed_empty(slot), parity);
         mbar_arrive_expect_tx(sm.packed_full(slot), T::kTmaBytes);
-        tma_load_2d(sm.packed_a_ptr(slot), tma_a, sm.packed_full(slot), issue.kt * T::kPackedRow, issue.w.m0);
+        tma_load_2d(sm.packed_a_ptr(slot), tma_a, sm.packed_full(slot), issue.kt * T::kPackedRowA, issue.w.m0);
         tma_load_2d(sm.packed_b_ptr(slot), tma_b, sm.packed_full(slot), issue.kt * T::kPackedRow, issue.w.n0);
         ++issued;
         issue.advance();
@@ -372,6 +481,9 @@ __device__ __forceinline__ void transform_role(const SmemView<GemmTraits<Cfg>>& 
         warp_arrive(sm.exp_full(e));
         ++ex.count;
       }
+    } else if constexpr (T::kKind == ScaleKind::ms_grad) {
+      mbar_wait(sm.packed_full(s), pk.full_parity());
+      transform_tile_msg<T>(sm, ex, s, cur.b[0], sm.scratch() + (pk.count & 1) * 32, unit_last);
     } else {
       mbar_wait(sm.packed_full(s), pk.full_parity());
       const int e = ex.slot();

@@ -1,0 +1,255 @@
+// fp4jit bench gemm --recipe SPEC --gemm MxNxK [--gemm ...] [--op fprop|dgrad|wgrad|all]
+//                   [--backend cuda|host] [--out-dtype D] [--iters N] [--json FILE]
+// Times our GEMM kernels: --gemm is a linear layer's fprop shape (tokens x out x in) and each of
+// its three GEMMs runs with its own shape (core/gemm.hpp). Operands are quantized by the same
+// backend from random BF16 data; on CUDA, enough operand sets to exceed the L2 cache several times
+// are rotated, every launch is timed with CUDA events, and the median is reported; on the host,
+// a steady clock times each call. TFLOP/s counts 2 M N K (the OCC compensation of msfp4 fprop
+// included in the time, not in the count).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "cli/commands.hpp"
+#include "fp4jit/engine.hpp"
+#include "numerics/common.cuh"
+
+#if defined(FP4JIT_HAVE_CUDA)
+#include "runtime/cuda/device_memory.hpp"
+#endif
+
+namespace fp4jit::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string recipe, backend = "cuda", out_dtype = "bfloat16", op = "all", json;
+  std::vector<std::string> gemms;
+  int iters = 0;  // 0: 50 on CUDA, 5 on the host
+};
+
+// Memory of the benchmarked backend: device buffers (CUDA) or host vectors.
+class Memory {
+ public:
+  explicit Memory(bool device) : device_(device) {}
+  void* make(std::size_t bytes, const void* init = nullptr) {
+    bytes = std::max<std::size_t>(bytes, 16);
+#if defined(FP4JIT_HAVE_CUDA)
+    if (device_) {
+      auto& b = dev_.emplace_back(std::make_unique<cuda::DeviceBuffer>(bytes));
+      if (init != nullptr)
+        b->upload(init, bytes);
+      else
+        b->fill(0);
+      return b->get();
+    }
+#endif
+    auto& h = host_.emplace_back(std::make_unique<std::uint8_t[]>(bytes));
+    if (init != nullptr)
+      std::memcpy(h.get(), init, bytes);
+    else
+      std::memset(h.get(), 0, bytes);
+    return h.get();
+  }
+
+ private:
+  bool device_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> host_;
+#if defined(FP4JIT_HAVE_CUDA)
+  std::vector<std::unique_ptr<cuda::DeviceBuffer>> dev_;
+#endif
+};
+
+// Random N(0, 1) values with a per-row scale, as BF16, in the backend's memory.
+TensorView random_bf16(Memory& mem, std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::uint16_t> h(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float s = std::exp2(static_cast<float>(r % 7) - 3.0f);
+    for (std::int64_t c = 0; c < cols; ++c)
+      h[static_cast<std::size_t>(r * cols + c)] = nx::float_to_bf16(normal(gen) * s);
+  }
+  return TensorView{mem.make(h.size() * 2, h.data()), DType::bf16, rows, cols, 0};
+}
+
+QuantizedView quantized(Engine& engine, Memory& mem, const Recipe& recipe, Role role,
+                        const TensorView& src) {
+  const QuantLayout l = engine.layout(recipe, role, src.rows, src.cols);
+  QuantizedView v;
+  v.codes = static_cast<std::uint8_t*>(mem.make(static_cast<std::size_t>(l.code_bytes())));
+  v.scales = mem.make(static_cast<std::size_t>(l.scale_count() * (l.scale_is_code ? 1 : 4)));
+  v.tensor_scale = static_cast<float*>(mem.make(4));
+  v.amax = static_cast<float*>(mem.make(4));
+  if (recipe[role].occ) {
+    v.residual_capacity = l.rows * l.cols / 8 + 1024;
+    v.residual_index =
+        static_cast<std::int64_t*>(mem.make(static_cast<std::size_t>(v.residual_capacity) * 8));
+    v.residual_value =
+        static_cast<float*>(mem.make(static_cast<std::size_t>(v.residual_capacity) * 4));
+    v.residual_count = static_cast<std::int64_t*>(mem.make(8));
+  }
+  engine.quantize(recipe, role, src, v, {.seed = 1, .offset = 0});
+  return v;
+}
+
+struct Set {
+  QuantizedView a, b;
+  TensorView out, weight;
+};
+
+class Timer {
+ public:
+  explicit Timer(bool device) : device_(device) {}
+  // Median milliseconds of `iters` runs of fn(i) after 3 warm-ups.
+  template <class Fn>
+  double median_ms(int iters, Fn fn);
+
+ private:
+  bool device_;
+};
+
+template <class Fn>
+double Timer::median_ms(int iters, Fn fn) {
+  for (int i = 0; i < 3; ++i) fn(i);
+  std::vector<double> ms;
+#if defined(FP4JIT_HAVE_CUDA)
+  if (device_) {
+    cuda::DeviceScope scope(0);
+    const cuda::Driver& d = scope.driver();
+    CUevent start = nullptr, stop = nullptr;
+    cuda::check(d.event_create(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+    cuda::check(d.event_create(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < iters; ++i) {
+      cuda::check(d.event_record(start, nullptr), "cuEventRecord");
+      fn(i);
+      cuda::check(d.event_record(stop, nullptr), "cuEventRecord");
+      cuda::check(d.event_synchronize(stop), "cuEventSynchronize");
+      float t = 0.0f;
+      cuda::check(d.event_elapsed_time(&t, start, stop), "cuEventElapsedTime");
+      ms.push_back(t);
+    }
+    d.event_destroy(start);
+    d.event_destroy(stop);
+  }
+#endif
+  if (!device_) {
+    for (int i = 0; i < iters; ++i) {
+      Stopwatch w;
+      fn(i);
+      ms.push_back(w.ms());
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void run_bench(const BenchOptions& o) {
+  const Recipe recipe = parse_recipe(o.recipe);
+  EngineOptions eo;
+  eo.backend = parse_named(backend_names(), o.backend, "backend");
+  if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
+    fail(ErrorKind::invalid_argument, "bench gemm: --backend must be cuda or host");
+  const bool device = eo.backend == BackendKind::cuda;
+#if defined(FP4JIT_HAVE_CUDA)
+  std::unique_ptr<cuda::DeviceScope> scope;
+  if (device) scope = std::make_unique<cuda::DeviceScope>(0);
+#endif
+  Engine engine(eo);
+  const DType out_dtype = parse_dtype(o.out_dtype);
+  const int iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
+  fmt::print("fp4jit bench gemm: recipe {} on {}; output {}; median of {} runs\n", recipe.preset,
+             engine.description(), name(out_dtype), iters);
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& text : o.gemms) {
+    const GemmShape layer = parse_gemm_shape(text);
+    for (const auto& op_name : gemm_op_names()) {
+      if (o.op != "all" && o.op != op_name.name) continue;
+      const GemmOp op = op_name.value;
+      const GemmShape s = gemm_shape_of(op, layer);
+      const GemmRoles roles = gemm_roles(op);
+      const GemmLayouts l = gemm_layouts(recipe, op, s);
+      const bool occ = op == GemmOp::fprop && recipe[roles.a].occ;
+      const std::int64_t set_bytes =
+          l.a.code_bytes() + l.b.code_bytes() + s.m * s.n * dtype_size(out_dtype);
+      const int sets =
+          device ? static_cast<int>(std::clamp<std::int64_t>(200'000'000 / set_bytes + 1, 1, 8))
+                 : 1;
+      Memory mem(device);
+      std::vector<Set> rotation;
+      for (int i = 0; i < sets; ++i) {
+        const OperandShape sa = gemm_source_shape(roles.a, s.m, s.k),
+                           sb = gemm_source_shape(roles.b, s.n, s.k);
+        const TensorView xa = random_bf16(mem, sa.rows, sa.cols, 11 + 2 * i);
+        const TensorView xb = random_bf16(mem, sb.rows, sb.cols, 12 + 2 * i);
+        Set set{quantized(engine, mem, recipe, roles.a, xa),
+                quantized(engine, mem, recipe, roles.b, xb),
+                TensorView{mem.make(static_cast<std::size_t>(s.m * s.n * dtype_size(out_dtype))),
+                           out_dtype, s.m, s.n, 0},
+                occ ? xb : TensorView{}};
+        rotation.push_back(set);
+      }
+      Timer timer(device);
+      const double ms = timer.median_ms(iters, [&](int i) {
+        const Set& set = rotation[static_cast<std::size_t>(i) % rotation.size()];
+        GemmEpilogue e;
+        e.occ_weight = set.weight;
+        engine.gemm(recipe, op, set.a, set.b, s, set.out, e);
+      });
+      const double tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                            static_cast<double>(s.k) / (ms * 1e-3) / 1e12;
+      fmt::print("  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  ({} operand sets{})\n", op_name.name,
+                 gemm_shape_text(s), ms, tflops, sets, occ ? ", OCC compensation included" : "");
+      results.push_back({{"recipe", recipe.preset},
+                         {"op", op_name.name},
+                         {"m", s.m},
+                         {"n", s.n},
+                         {"k", s.k},
+                         {"out", name(out_dtype)},
+                         {"backend", o.backend},
+                         {"median_ms", ms},
+                         {"tflops", tflops},
+                         {"iters", iters},
+                         {"sets", sets},
+                         {"occ", occ}});
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << nlohmann::json{{"device", engine.description()}, {"results", results}}.dump(2) << "\n";
+    if (!f) fail(ErrorKind::io, "bench gemm: could not write {}", o.json);
+  }
+}
+
+}  // namespace
+
+void add_bench_commands(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks of fp4jit's kernels");
+  bench->require_subcommand(1);
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = bench->add_subcommand("gemm",
+                                        "Time the GEMMs of linear layers (fprop, dgrad, wgrad) on "
+                                        "quantized operands; prints TFLOP/s");
+  cmd->add_option("--recipe,-r", o->recipe, "Recipe text, e.g. nvfp4")->required();
+  cmd->add_option("--gemm", o->gemms,
+                  "Layer shape tokens x out x in, e.g. 8192x4096x4096 (repeatable)")
+      ->required();
+  cmd->add_option("--op", o->op, "Which GEMMs")
+      ->check(one_of("op", {"all", "fprop", "dgrad", "wgrad"}))
+      ->capture_default_str();
+  cmd->add_option("--backend", o->backend, "cuda or host")
+      ->check(one_of("backend", {"cuda", "host"}))
+      ->capture_default_str();
+  cmd->add_option("--out-dtype", o->out_dtype, "Output type")
+      ->check(one_of("dtype", dtype_option_names()))
+      ->capture_default_str();
+  cmd->add_option("--iters", o->iters, "Timed runs per GEMM (0: 50 on CUDA, 5 on the host)");
+  cmd->add_option("--json", o->json, "Write the results as JSON to this file");
+  cmd->callback([o] { run_bench(*o); });
+}
+
+}  // namespace fp4jit::cli

@@ -1,0 +1,153 @@
+// GEMM problems (which kernel path multiplies a recipe's operand pair) and the heuristic.
+#include "codegen/gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "gemm/sm100/config.cuh"
+#include "gemm/sm90/heuristic.cuh"
+
+namespace fp4jit::codegen {
+
+static_assert(static_cast<int>(GemmPath::ms) == static_cast<int>(sm90::ScaleKind::ms) &&
+                  static_cast<int>(GemmPath::mx) == static_cast<int>(sm90::ScaleKind::mx) &&
+                  static_cast<int>(GemmPath::nv) == static_cast<int>(sm90::ScaleKind::nv) &&
+                  static_cast<int>(GemmPath::ms_grad) == static_cast<int>(sm90::ScaleKind::ms_grad),
+              "GemmPath mirrors sm90::ScaleKind");
+
+namespace {
+
+constexpr std::array<Named<GemmPath>, 4> kPathNames{{{GemmPath::ms, "ms"},
+                                                     {GemmPath::mx, "mx"},
+                                                     {GemmPath::nv, "nv"},
+                                                     {GemmPath::ms_grad, "ms_grad"}}};
+
+std::string operand_text(const Recipe& r, Role role) {
+  const OperandSpec& s = r[role];
+  std::string out =
+      fmt::format("elem={},scale={},block={}", name(s.elem), name(s.scale), block_text(s.block));
+  if (s.scale == ScaleFormat::ue5m3)
+    out += fmt::format(",ue5m3={}", name_of(ue5m3_variant_names(), r.ue5m3));
+  return out;
+}
+
+bool is_tile(const Block& b, int rows, int cols) {
+  return b.kind == Block::Kind::tile && b.rows == rows && b.cols == cols;
+}
+
+// The path for the pair, or false. nv_ok: scale formats the target's nv path decodes.
+bool pick_path(const Recipe& r, Role a_role, Role b_role, bool sm100, GemmSpec& spec) {
+  const OperandSpec &a = r[a_role], &b = r[b_role];
+  const bool fp4 = a.elem == ElemFormat::e2m1 && b.elem == ElemFormat::e2m1;
+  if (fp4 && a.scale == ScaleFormat::e8m0 && b.scale == ScaleFormat::e8m0 &&
+      is_tile(a.block, 1, 32) && is_tile(b.block, 1, 32)) {
+    spec.path = GemmPath::mx;
+    return true;
+  }
+  const auto nv_block = [](const Block& blk) {
+    return is_tile(blk, 1, 16) || is_tile(blk, 16, 16);
+  };
+  if (fp4 && a.rule == ScaleRule::two_level && b.rule == ScaleRule::two_level &&
+      a.scale == b.scale && nv_block(a.block) && nv_block(b.block)) {
+    if (a.scale == ScaleFormat::ue5m3 && sm100) return false;  // tcgen05 decodes UE4M3 / UE8M0 only
+    spec.path = GemmPath::nv;
+    spec.scale_code = a.scale == ScaleFormat::ue4m3 ? 0 : 1 + static_cast<int>(r.ue5m3);
+    spec.a_block_rows = a.block.rows;
+    spec.b_block_rows = b.block.rows;
+    return true;
+  }
+  if (sm100) return false;
+  if (fp4 && a.scale == ScaleFormat::fp32 && b.scale == ScaleFormat::fp32 &&
+      a.block.kind == Block::Kind::row && b.block.kind == Block::Kind::row) {
+    spec.path = GemmPath::ms;
+    return true;
+  }
+  // msfp4 backward: E5M2 A with one tensor scale, E2M1 B with power-of-two scales per K column.
+  if (a.elem == ElemFormat::e5m2 && a.scale == ScaleFormat::fp32 &&
+      a.block.kind == Block::Kind::tensor && b.elem == ElemFormat::e2m1 &&
+      b.scale == ScaleFormat::fp32 && b.rule == ScaleRule::ms_pow2 &&
+      b.block.kind == Block::Kind::col) {
+    spec.path = GemmPath::ms_grad;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view gemm_path_name(GemmPath p) {
+  return name_of(std::span<const Named<GemmPath>>(kPathNames), p);
+}
+
+std::string gemm_out_name(DType d) {
+  switch (d) {
+    case DType::f32:
+      return "fp4jit::gemm::OutType::f32";
+    case DType::f16:
+      return "fp4jit::gemm::OutType::f16";
+    case DType::bf16:
+      return "fp4jit::gemm::OutType::bf16";
+  }
+  return "?";
+}
+
+GemmSpec gemm_spec(const Recipe& recipe, GemmOp op, std::int64_t n, std::int64_t k, DType out,
+                   const std::string& target) {
+  check_target(target);
+  const bool sm90 = target == "sm_90a", sm100 = target == "sm_100a";
+  if (!sm90 && !sm100)
+    fail(ErrorKind::unsupported,
+         "CUDA GEMM: no kernels for {} (sm_90a: Hopper; sm_100a: Blackwell, untested)", target);
+  GemmSpec spec;
+  spec.op = op;
+  const GemmRoles roles = gemm_roles(op);
+  spec.a_role = roles.a;
+  spec.b_role = roles.b;
+  spec.a_text = operand_text(recipe, roles.a);
+  spec.b_text = operand_text(recipe, roles.b);
+  spec.n = n;
+  spec.k = k;
+  spec.out = out;
+  if (!pick_path(recipe, roles.a, roles.b, sm100, spec))
+    fail(ErrorKind::unsupported,
+         "CUDA GEMM ({}): no kernel multiplies {} operands A = {} ({}) and B = {} ({}) of recipe "
+         "'{}'; the host and "
+         "reference backends do",
+         target, name(op), name(roles.a), spec.a_text, name(roles.b), spec.b_text, recipe.preset);
+  if (k % 32 != 0)
+    fail(ErrorKind::unsupported,
+         "CUDA GEMM {}: K = {} is not a multiple of 32 (the TMA row pitch K/2 must be a multiple "
+         "of 16 bytes); the "
+         "host and reference backends take it",
+         name(op), k);
+  if (n > 0x7fffffff || k > 0x7fffffff)
+    fail(ErrorKind::unsupported, "CUDA GEMM {}: N = {} or K = {} exceeds 2^31 - 1", name(op), n, k);
+  return spec;
+}
+
+GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
+                       const std::string& target) {
+  GemmChoice c;
+  if (target == "sm_100a") {
+    const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + 127) / 128);
+    c.grid = static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff));
+    return c;
+  }
+  const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(spec.path));
+  const int mi = static_cast<int>(std::min<std::int64_t>(m, 0x7fffffff));
+  const sm90::GemmChoice h =
+      sm90::choose_gemm(kind, mi, static_cast<int>(spec.n), static_cast<int>(spec.k), sm_count);
+  c.sm90 = default_sm90_config(spec, h.block_n);
+  c.splits = h.splits;
+  c.grid = h.grid;
+  return c;
+}
+
+KernelSource gemm_kernel(const GemmSpec& spec, const GemmChoice& choice,
+                         const std::string& target) {
+  if (target == "sm_100a") return gemm_sm100_kernel(spec, choice.sm100, target);
+  return gemm_sm90_kernel(spec, choice.sm90, target);
+}
+
+}  // namespace fp4jit::codegen

@@ -1,0 +1,47 @@
+// Stubs of templates/gemm/occ_compensate.cuh: the OCC compensation after an msfp4 fprop GEMM.
+#include <fmt/format.h>
+
+#include "codegen/gemm.hpp"
+
+namespace fp4jit::codegen {
+
+KernelSource occ_transpose_kernel(DType weight, const std::string& target) {
+  KernelSource k;
+  k.op = "occ_transpose";
+  k.name_space = "fp4jit::gemm";
+  k.header = "gemm/occ_compensate.cuh";
+  k.args_type = "const fp4jit::gemm::OccTransposeArgs";
+  k.target = target;
+  k.declarations =
+      fmt::format("struct Config {{\n  static constexpr fp4jit::gemm::OutType kIn = {};\n}};\n",
+                  gemm_out_name(weight));
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("in", name(weight))
+                   .add("config", "tile=32x32")
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
+KernelSource occ_compensate_kernel(DType out, const std::string& target) {
+  KernelSource k;
+  k.op = "occ_compensate";
+  k.name_space = "fp4jit::gemm";
+  k.header = "gemm/occ_compensate.cuh";
+  k.args_type = "const fp4jit::gemm::OccCompensateArgs";
+  k.target = target;
+  k.declarations = fmt::format(
+      "struct Config {{\n  static constexpr fp4jit::gemm::OutType kOut = {};\n  static constexpr "
+      "int kThreads = {};\n}};\n",
+      gemm_out_name(out), kOccCompensateThreads);
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("out", name(out))
+                   .add("config", fmt::format("threads={}", kOccCompensateThreads))
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
+}  // namespace fp4jit::codegen

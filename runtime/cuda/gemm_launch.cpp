@@ -1,0 +1,203 @@
+// CudaBackend::gemm: plan (gemm_plan.hpp), the two uint8 TMA tensor maps of the packed operand
+// codes (cuTensorMapEncodeTiled), the kernel's dynamic shared-memory limit (cuFuncSetAttribute),
+// split-K scratch and counters (stream-ordered), the launch on the caller's stream, then the OCC
+// compensation kernels when asked for.
+#include <fmt/format.h>
+
+#include "gemm/params.cuh"
+#include "runtime/cuda/cuda_backend.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
+
+namespace fp4jit::cuda {
+
+namespace {
+
+CUdeviceptr dptr(const void* p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+}
+
+void check_alignment(const void* p, std::size_t alignment, std::string_view what) {
+  if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % alignment != 0)
+    fail(ErrorKind::invalid_argument, "gemm: {} must be {}-byte aligned (got {})", what, alignment,
+         p);
+}
+
+// Stream-ordered device scratch, freed on every way out.
+class StreamScratch {
+ public:
+  StreamScratch(const Driver& d, CUstream s, std::int64_t bytes) : d_(d), stream_(s) {
+    if (bytes > 0)
+      check(d_.mem_alloc_async(&ptr_, static_cast<std::size_t>(bytes), stream_), "cuMemAllocAsync");
+  }
+  ~StreamScratch() {
+    if (ptr_ != 0) d_.mem_free_async(ptr_, stream_);
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  template <class T>
+  T* at(std::int64_t byte_offset) const {
+    return reinterpret_cast<T*>(
+        static_cast<std::uintptr_t>(ptr_ + static_cast<CUdeviceptr>(byte_offset)));
+  }
+
+ private:
+  const Driver& d_;
+  CUstream stream_;
+  CUdeviceptr ptr_ = 0;
+};
+
+// Packed codes [rows, row_bytes] as a 2D uint8 tensor; box {box_bytes, box_rows}.
+CUtensorMap tensor_map(const Driver& d, const void* codes, std::int64_t row_bytes,
+                       std::int64_t rows, int box_bytes, int box_rows, int swizzle) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_bytes), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUtensorMapSwizzle sw = swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                : CU_TENSOR_MAP_SWIZZLE_NONE;
+  check(d.tensor_map_encode_tiled(
+            &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(codes), dims, strides, box,
+            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled (GEMM operand codes)");
+  return map;
+}
+
+std::int64_t stride_of(const TensorView& t) {
+  return t.row_stride == 0 ? t.cols : t.row_stride;
+}
+
+gemm::GemmParams gemm_params(const GemmPlan& plan, const GemmLayouts& l, const QuantizedView& a,
+                             const QuantizedView& b, const GemmShape& shape, const TensorView& out,
+                             const GemmEpilogue& e) {
+  gemm::GemmParams p{};
+  p.M = static_cast<int>(shape.m);
+  p.N = static_cast<int>(shape.n);
+  p.K = static_cast<int>(shape.k);
+  switch (plan.spec.path) {
+    case codegen::GemmPath::ms:
+      p.a_row_scale = static_cast<const float*>(a.scales);
+      p.b_row_scale = static_cast<const float*>(b.scales);
+      break;
+    case codegen::GemmPath::ms_grad:
+      p.a_row_scale = static_cast<const float*>(a.scales);  // one per-tensor scale
+      p.b_col_scale = static_cast<const float*>(b.scales);  // [K]
+      break;
+    case codegen::GemmPath::mx:
+    case codegen::GemmPath::nv:
+      p.a_scale = static_cast<const unsigned char*>(a.scales);
+      p.b_scale = static_cast<const unsigned char*>(b.scales);
+      p.a_scale_ld = static_cast<int>(l.a.scale_cols);
+      p.b_scale_ld = static_cast<int>(l.b.scale_cols);
+      if (l.a.two_level) p.a_tensor_scale = a.tensor_scale;
+      if (l.b.two_level) p.b_tensor_scale = b.tensor_scale;
+      break;
+  }
+  p.alpha = e.alpha;
+  p.beta = e.beta;
+  p.tensor_factor = 1.0f;
+  p.bias = e.bias;
+  if (e.beta != 0.0f) {
+    p.c = e.c.data;
+    p.ldc = stride_of(e.c);
+  }
+  p.d = out.data;
+  p.ldd = stride_of(out);
+  p.splits = plan.choice.splits;
+  return p;
+}
+
+}  // namespace
+
+void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
+                       const QuantizedView& b, const GemmShape& shape, const TensorView& out,
+                       const GemmEpilogue& epilogue, void* stream) {
+  const GemmLayouts l = gemm_layouts(recipe, op, shape);
+  if (shape.m > 0x7fffffff)
+    fail(ErrorKind::unsupported, "CUDA GEMM: M = {} exceeds 2^31 - 1", shape.m);
+  for (const auto& [p, what] : {std::pair<const void*, const char*>{a.codes, "operand A codes"},
+                                {b.codes, "operand B codes"},
+                                {a.scales, "operand A scales"},
+                                {b.scales, "operand B scales"},
+                                {out.data, "output"}})
+    check_device_pointer(p, what);
+  check_alignment(a.codes, 16, "operand A codes (TMA)");
+  check_alignment(b.codes, 16, "operand B codes (TMA)");
+  check_alignment(a.scales, l.a.scale_is_code ? 1 : 4, "operand A scales");
+  check_alignment(b.scales, l.b.scale_is_code ? 1 : 4, "operand B scales");
+  check_alignment(out.data, dtype_size(out.dtype), "output");
+  check_alignment(epilogue.bias, 4, "bias");
+
+  ContextGuard guard(d_, ctx_);
+  const auto s = static_cast<CUstream>(stream);
+  const GemmPlan plan = plan_gemm(recipe, op, shape, out.dtype, info_);
+  const bool occ = epilogue.occ_weight.data != nullptr;
+  if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight");
+
+  // Scratch: split-K partial sums and tile counters; W^T for the OCC compensation.
+  const std::int64_t ws_bytes = plan.workspace_floats * 4,
+                     counter_bytes = plan.choice.splits > 1 ? plan.tiles * 4 : 0;
+  const std::int64_t wt_offset = (ws_bytes + counter_bytes + 255) / 256 * 256;
+  const std::int64_t wt_bytes = occ ? shape.k * shape.n * 4 : 0;
+  StreamScratch scratch(d_, s, wt_offset + wt_bytes);
+
+  gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
+  if (plan.choice.splits > 1) {
+    p.workspace = scratch.at<float>(0);
+    p.counters = scratch.at<int>(ws_bytes);
+    check(d_.memset_d32_async(dptr(p.counters), 0, static_cast<std::size_t>(plan.tiles), s),
+          "cuMemsetD32Async");
+  }
+  CUtensorMap ta = tensor_map(d_, a.codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
+                              plan.block_m, plan.swizzle_bytes);
+  CUtensorMap tb = tensor_map(d_, b.codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
+                              plan.block_n, plan.swizzle_bytes);
+  CUfunction fn = modules_->function(plan.kernel);
+  check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.smem_bytes),
+        "cuFuncSetAttribute (GEMM dynamic shared memory)");
+  void* params[] = {&ta, &tb, &p};
+  check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
+                         static_cast<unsigned>(plan.threads), 1, 1,
+                         static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
+        "cuLaunchKernel (GEMM)");
+  last_bytes_ = l.a.code_bytes() + l.b.code_bytes() + shape.m * shape.n * dtype_size(out.dtype);
+  if (!occ) return;
+
+  // OCC compensation: out += alpha * R W^T.
+  const TensorView& w = epilogue.occ_weight;
+  gemm::OccTransposeArgs ta_args{w.data, scratch.at<float>(wt_offset), shape.n, shape.k,
+                                 stride_of(w)};
+  CUfunction transpose = modules_->function(codegen::occ_transpose_kernel(w.dtype, info_.target));
+  void* t_params[] = {&ta_args};
+  check(d_.launch_kernel(transpose, static_cast<unsigned>((shape.k + 31) / 32),
+                         static_cast<unsigned>((shape.n + 31) / 32), 1, 256, 1, 1, 0, s, t_params,
+                         nullptr),
+        "cuLaunchKernel (occ_transpose)");
+  static_assert(sizeof(long long) == sizeof(std::int64_t));
+  gemm::OccCompensateArgs c_args{reinterpret_cast<const long long*>(a.residual_index),
+                                 a.residual_value,
+                                 reinterpret_cast<const long long*>(a.residual_count),
+                                 scratch.at<float>(wt_offset),
+                                 out.data,
+                                 shape.m,
+                                 shape.n,
+                                 shape.k,
+                                 stride_of(out),
+                                 epilogue.alpha,
+                                 shape.n % 4 == 0 ? 1u : 0u};
+  CUfunction compensate =
+      modules_->function(codegen::occ_compensate_kernel(out.dtype, info_.target));
+  void* c_params[] = {&c_args};
+  const std::int64_t col_blocks =
+      (shape.n + 4 * codegen::kOccCompensateThreads - 1) / (4 * codegen::kOccCompensateThreads);
+  check(d_.launch_kernel(compensate, static_cast<unsigned>(shape.m),
+                         static_cast<unsigned>(col_blocks), 1, codegen::kOccCompensateThreads, 1, 1,
+                         0, s, c_params, nullptr),
+        "cuLaunchKernel (occ_compensate)");
+  last_bytes_ +=
+      shape.k * shape.n * (dtype_size(w.dtype) + 8) + 2 * shape.m * shape.n * dtype_size(out.dtype);
+}
+
+}  // namespace fp4jit::cuda

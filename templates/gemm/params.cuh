@@ -1,0 +1,69 @@
+// Runtime arguments of the FP4 GEMM kernels (sm90/ and sm100/), one struct passed by value, and
+// the output types. Plain C++: the host library fills it.
+//
+// C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized (core/quantized.hpp):
+//   D = alpha * factor * (A B^T) [+ bias[n]] [+ beta * C]
+// factor: the scales the kernel does not apply inside the product (per-row scales of ms, the
+// tensor scales 1 / (s_enc_a s_enc_b) of two-level recipes, A's per-tensor scale of ms_grad).
+#pragma once
+
+// Plain constexpr helpers shared by the kernels (NVRTC needs them annotated) and the host library.
+#if defined(__CUDACC__)
+#define FP4JIT_GEMM_CONSTEXPR __host__ __device__ constexpr
+#else
+#define FP4JIT_GEMM_CONSTEXPR constexpr
+#endif
+
+namespace fp4jit::gemm {
+
+enum class OutType : int { bf16 = 0, f16 = 1, f32 = 2 };
+
+struct GemmParams {
+  int M, N, K;
+  // mx / nv: block-scale codes [rows / block_rows, K / block] row-major, with their row pitch.
+  const unsigned char* a_scale;
+  const unsigned char* b_scale;
+  int a_scale_ld, b_scale_ld;
+  // ms: per-row FP32 decode scales of A [M] and B [N]. ms_grad: a_row_scale is A's one
+  // per-tensor decode scale, b_col_scale B's per-column (per-K) power-of-two decode scales [K].
+  const float* a_row_scale;
+  const float* b_row_scale;
+  const float* b_col_scale;
+  // Two-level recipes: device pointers to s_enc of A and B (null: 1); tensor_factor multiplies
+  // on top (1 unless a caller folds something in).
+  const float* a_tensor_scale;
+  const float* b_tensor_scale;
+  float alpha, beta, tensor_factor;
+  const float* bias;  // [N] or null
+  const void* c;      // [M, ldc] of the output type, or null (beta ignored)
+  void* d;            // [M, ldd]
+  long long ldc, ldd;
+  // Split-K: splits > 1 needs workspace (tiles * splits * BLOCK_M * BLOCK_N floats) and zeroed
+  // counters (one int per tile; the kernel leaves them zero again).
+  int splits;
+  float* workspace;
+  int* counters;
+  // Debugging: when set, each CTA publishes its progress at progress[4 * blockIdx.x + i]:
+  // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
+  unsigned* progress;
+};
+
+// OCC compensation (gemm/occ_compensate.cuh).
+struct OccTransposeArgs {
+  const void* w;  // [rows, cols], row stride ld elements
+  float* wt;      // [cols, rows]
+  long long rows, cols, ld;
+};
+
+struct OccCompensateArgs {
+  const long long* index;  // sorted: row * K + col of A
+  const float* value;
+  const long long* count;  // entries (device)
+  const float* wt;         // W^T [K, N]
+  void* d;                 // [M, ldd] of the output type
+  long long m, n, k, ldd;
+  float alpha;
+  unsigned vector_ok;  // W^T rows are 16-byte aligned (N % 4 == 0)
+};
+
+}  // namespace fp4jit::gemm
