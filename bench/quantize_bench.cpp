@@ -5,7 +5,8 @@
 //       median of CUDA-event timings over >= 2 rotating input buffers (> 120 MB, beyond L2),
 //       after warm-up; effective GB/s = (input bytes + output bytes) / time, beside the measured
 //       device-to-device copy bandwidth (bytes read + written), and the bytes the kernels
-//       actually move (stats and OCC passes re-read the input).
+//       actually move (stats and OCC passes re-read the input). Two-level presets also with the
+//       amax given (QuantizeArgs::amax, delayed scaling: one pass), rows named "... amax".
 //   quantize_bench compile-times [--json FILE]
 //       cold NVRTC compile of every kernel of every preset (BF16), no cache.
 //   quantize_bench cache-load --cache DB [--json FILE]
@@ -207,48 +208,75 @@ int run_bench(const std::vector<std::string>& args) {
           out.emplace_back(lr, recipe[m.role].occ);
           out_t.emplace_back(lc, recipe[partner].occ);
         }
-        std::vector<double> ms;
-        for (int i = 0; i < reps + 3; ++i) {
-          const int b = i % buffers;
-          const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
-          const QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
-          timer.start();
-          if (m.pair)
-            engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
-          else
-            engine.quantize(recipe, m.role, in, out[b].view(), qa);
-          const double t = timer.stop_ms();
-          if (i >= 3) ms.push_back(t);
+        // Two-level operands a second time with the amax given (delayed scaling: one pass),
+        // the amax of the first runs' outputs.
+        const bool two_level = recipe[m.role].rule == ScaleRule::two_level;
+        cuda::DeviceBuffer amax_in(8);
+        for (const bool given : {false, true}) {
+          if (given && !two_level) break;
+          if (given) {
+            const auto dst = reinterpret_cast<CUdeviceptr>(amax_in.get());
+            cuda::check(d.memcpy_dtod_async(dst, reinterpret_cast<CUdeviceptr>(out[0].amax.get()),
+                                            4, nullptr),
+                        "cuMemcpyDtoDAsync");
+            cuda::check(
+                d.memcpy_dtod_async(dst + 4, reinterpret_cast<CUdeviceptr>(out_t[0].amax.get()), 4,
+                                    nullptr),
+                "cuMemcpyDtoDAsync");
+          }
+          std::vector<double> ms;
+          for (int i = 0; i < reps + 3; ++i) {
+            const int b = i % buffers;
+            const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
+            QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
+            if (given) {
+              qa.amax = amax_in.get<float>();
+              qa.amax_transposed = amax_in.get<float>() + 1;
+            }
+            timer.start();
+            if (m.pair)
+              engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
+            else
+              engine.quantize(recipe, m.role, in, out[b].view(), qa);
+            const double t = timer.stop_ms();
+            if (i >= 3) ms.push_back(t);
+          }
+          const double med = median(ms);
+          const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
+                                     (m.pair ? out_t[0].bytes(lc) : 0);
+          cuda::Arena counting;
+          QuantizedView qv = out[0].view(), qt = out_t[0].view();
+          const TensorView in0{inputs[0].get(), DType::bf16, n, n, 0};
+          QuantizeArgs pa{};
+          if (given) {
+            pa.amax = amax_in.get<float>();
+            pa.amax_transposed = amax_in.get<float>() + 1;
+          }
+          const cuda::Plan plan =
+              cuda::plan_quantize(recipe, m.role, in0, qv, m.pair ? &qt : nullptr, pa,
+                                  cuda::DeviceInfo{"sm_90a", 132}, counting);
+          const std::int64_t moved = cuda::plan_bytes(plan);
+          Row r{p.name.data(),
+                given ? m.name + " amax" : m.name,
+                n,
+                med,
+                bytes / (med * 1e-3) / 1e9,
+                moved / (med * 1e-3) / 1e9,
+                0.0,
+                bytes,
+                moved};
+          r.copy_ratio = r.effective_gbps / copy_gbps;
+          rows.push_back(r);
+          fmt::print(
+              "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move "
+              "{:7.1f} "
+              "GB/s, {} passes' bytes {:.2f}x)\n",
+              r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
+              std::count_if(
+                  plan.begin(), plan.end(),
+                  [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
+              static_cast<double>(moved) / static_cast<double>(bytes));
         }
-        const double med = median(ms);
-        const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
-                                   (m.pair ? out_t[0].bytes(lc) : 0);
-        cuda::Arena counting;
-        QuantizedView qv = out[0].view(), qt = out_t[0].view();
-        const TensorView in0{inputs[0].get(), DType::bf16, n, n, 0};
-        const cuda::Plan plan =
-            cuda::plan_quantize(recipe, m.role, in0, qv, m.pair ? &qt : nullptr, QuantizeArgs{},
-                                cuda::DeviceInfo{"sm_90a", 132}, counting);
-        const std::int64_t moved = cuda::plan_bytes(plan);
-        Row r{p.name.data(),
-              m.name,
-              n,
-              med,
-              bytes / (med * 1e-3) / 1e9,
-              moved / (med * 1e-3) / 1e9,
-              0.0,
-              bytes,
-              moved};
-        r.copy_ratio = r.effective_gbps / copy_gbps;
-        rows.push_back(r);
-        fmt::print(
-            "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move {:7.1f} "
-            "GB/s, {} passes' bytes {:.2f}x)\n",
-            r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
-            std::count_if(
-                plan.begin(), plan.end(),
-                [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
-            static_cast<double>(moved) / static_cast<double>(bytes));
       }
     }
   }

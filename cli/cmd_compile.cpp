@@ -2,7 +2,8 @@
 //                [--cache PATH]
 // Compiles every kernel a recipe needs ahead of time into the kernel cache; CUDA targets need no
 // GPU (NVRTC only). --gemm adds the three GEMMs of a linear layer of that fprop shape (tokens x
-// out x in) with output types --dtype (sm_100a GEMMs: compiled, not yet run on hardware).
+// out x in), or with an op prefix (dgrad:MxNxK) one GEMM, with output types --dtype (sm_100a
+// GEMMs: compiled, not yet run on hardware).
 #include <memory>
 
 #include "cache/cache.hpp"
@@ -39,8 +40,8 @@ void compile_cuda(const CompileOptions& o, const Recipe& recipe, KernelCache& ca
   Stopwatch clock;
   const std::vector<DType> dtypes = parse_dtypes(o.dtypes);
   auto kernels = compile_recipe(recipe, o.arch, &cache, dtypes, o.jobs);
-  std::vector<GemmShape> layers;
-  for (const auto& g : o.gemms) layers.push_back(parse_gemm_shape(g));
+  std::vector<GemmRequest> layers;
+  for (const auto& g : o.gemms) layers.push_back(parse_gemm_request(g));
   std::vector<std::string> skipped;
   if (!layers.empty()) {
     auto gemm_kernels = compile_gemms(recipe, o.arch, &cache, layers, dtypes, o.jobs, &skipped);
@@ -108,8 +109,8 @@ void add_compile_command(CLI::App& app) {
       ->check(one_of("dtype", dtype_option_names()))
       ->capture_default_str();
   cmd->add_option("--gemm", o->gemms,
-                  "Also compile the fprop, dgrad and wgrad GEMMs of a linear layer of this shape, tokens x out x in "
-                  "(repeatable; output types from --dtype)");
+                  "Also compile the fprop, dgrad and wgrad GEMMs of a linear layer of this shape, tokens x out x in, "
+                  "or with an op: prefix (fprop:MxNxK) that one GEMM (repeatable; output types from --dtype)");
   cmd->add_option("--jobs,-j", o->jobs, "Parallel NVRTC compiles (0: one per core)")->capture_default_str();
   cmd->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, else "
                                        "$XDG_CACHE_HOME/fp4jit/cache.db)");

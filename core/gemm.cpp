@@ -83,4 +83,24 @@ GemmShape gemm_shape_of(GemmOp op, const GemmShape& fprop) {
   return fprop;
 }
 
+GemmRequest parse_gemm_request(std::string_view text) {
+  GemmRequest r;
+  const auto colon = text.find(':');
+  if (colon != std::string_view::npos) {
+    r.layer = false;
+    r.op = parse_named(gemm_op_names(), text.substr(0, colon), "GEMM (before ':')");
+    text = text.substr(colon + 1);
+  }
+  r.shape = parse_gemm_shape(text);
+  return r;
+}
+
+std::vector<std::pair<GemmOp, GemmShape>> gemm_list(const GemmRequest& r) {
+  if (!r.layer) return {{r.op, r.shape}};
+  std::vector<std::pair<GemmOp, GemmShape>> out;
+  for (const auto& op : gemm_op_names())
+    out.emplace_back(op.value, gemm_shape_of(op.value, r.shape));
+  return out;
+}
+
 }  // namespace fp4jit

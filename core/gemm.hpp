@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/quantized.hpp"
 #include "core/recipe.hpp"
@@ -49,5 +51,16 @@ GemmLayouts gemm_layouts(const Recipe& recipe, GemmOp op, const GemmShape& shape
 
 // The shapes of a linear layer's three GEMMs from the fprop shape (tokens x out x in).
 GemmShape gemm_shape_of(GemmOp op, const GemmShape& fprop);
+
+// GEMMs named on a command line: "MxNxK" is a linear layer of that fprop shape (tokens x out x in:
+// its three GEMMs), "fprop:MxNxK" (dgrad:, wgrad:) one GEMM of that M x N x K.
+struct GemmRequest {
+  bool layer = true;
+  GemmOp op = GemmOp::fprop;
+  GemmShape shape;
+};
+GemmRequest parse_gemm_request(std::string_view text);
+// The (op, shape) pairs a request stands for.
+std::vector<std::pair<GemmOp, GemmShape>> gemm_list(const GemmRequest& r);
 
 }  // namespace fp4jit

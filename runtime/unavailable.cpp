@@ -20,7 +20,7 @@ std::vector<CompiledKernelInfo> compile_recipe(const Recipe&, const std::string&
                                                int) {
   fail(ErrorKind::unsupported, "CUDA kernels are not built into this fp4jit (configure with FP4JIT_WITH_CUDA=ON)");
 }
-std::vector<CompiledKernelInfo> compile_gemms(const Recipe&, const std::string&, KernelCache*, std::span<const GemmShape>,
+std::vector<CompiledKernelInfo> compile_gemms(const Recipe&, const std::string&, KernelCache*, std::span<const GemmRequest>,
                                               std::span<const DType>, int, std::vector<std::string>*) {
   fail(ErrorKind::unsupported, "CUDA kernels are not built into this fp4jit (configure with FP4JIT_WITH_CUDA=ON)");
 }

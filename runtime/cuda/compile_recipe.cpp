@@ -71,15 +71,16 @@ std::vector<CompiledKernelInfo> compile_sources(const std::vector<codegen::Kerne
 namespace fp4jit {
 
 std::vector<CompiledKernelInfo> compile_gemms(const Recipe& recipe, const std::string& target,
-                                              KernelCache* cache, std::span<const GemmShape> layers,
+                                              KernelCache* cache,
+                                              std::span<const GemmRequest> requests,
                                               std::span<const DType> outs, int jobs,
                                               std::vector<std::string>* skipped) {
   codegen::check_target(target);
   std::vector<codegen::KernelSource> kernels;
   std::set<std::string> seen;
-  for (const GemmShape& layer : layers)
-    for (auto& k : cuda::layer_gemm_kernels(recipe, layer, target, cuda::default_sm_count(target),
-                                            outs, skipped))
+  for (const GemmRequest& request : requests)
+    for (auto& k : cuda::request_gemm_kernels(recipe, request, target,
+                                              cuda::default_sm_count(target), outs, skipped))
       if (seen.insert(k.key_text).second) kernels.push_back(std::move(k));
   return compile_sources(kernels, cache, jobs);
 }

@@ -47,27 +47,27 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   return p;
 }
 
-std::vector<codegen::KernelSource> layer_gemm_kernels(const Recipe& recipe, const GemmShape& layer,
-                                                      const std::string& target, int sm_count,
-                                                      std::span<const DType> outs,
-                                                      std::vector<std::string>* skipped) {
+std::vector<codegen::KernelSource> request_gemm_kernels(const Recipe& recipe,
+                                                        const GemmRequest& request,
+                                                        const std::string& target, int sm_count,
+                                                        std::span<const DType> outs,
+                                                        std::vector<std::string>* skipped) {
   std::vector<codegen::KernelSource> kernels;
   std::set<std::string> seen;
   const auto add = [&](codegen::KernelSource k) {
     if (seen.insert(k.key_text).second) kernels.push_back(std::move(k));
   };
   const DeviceInfo device{target, sm_count};
-  for (const auto& op_name : gemm_op_names()) {
-    const GemmShape shape = gemm_shape_of(op_name.value, layer);
+  for (const auto& [op, shape] : gemm_list(request)) {
     for (DType out : outs) {
       try {
-        add(plan_gemm(recipe, op_name.value, shape, out, device).kernel);
+        add(plan_gemm(recipe, op, shape, out, device).kernel);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::unsupported) throw;
         if (skipped != nullptr && out == outs.front()) skipped->push_back(e.what());
         continue;
       }
-      if (op_name.value == GemmOp::fprop && recipe[gemm_roles(GemmOp::fprop).a].occ) {
+      if (op == GemmOp::fprop && recipe[gemm_roles(GemmOp::fprop).a].occ) {
         add(codegen::occ_transpose_kernel(out, target));
         add(codegen::occ_compensate_kernel(out, target));
       }

@@ -35,13 +35,12 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
 // for sm_90a, 148 (B200) for sm_100a.
 int default_sm_count(const std::string& target);
 
-// The kernels of the three GEMMs of a linear layer of fprop shape `layer` (tokens x out x in) on
-// `target`, for each output type in `outs` (and, where the recipe compensates OCC, the
-// compensation kernels for weights of those types). GEMMs the target has no kernel for are left
-// out and named in `skipped` (when given).
-std::vector<codegen::KernelSource> layer_gemm_kernels(const Recipe& recipe, const GemmShape& layer,
-                                                      const std::string& target, int sm_count,
-                                                      std::span<const DType> outs,
-                                                      std::vector<std::string>* skipped = nullptr);
+// The kernels of the GEMMs a request stands for (core/gemm.hpp: a layer's three, or one) on
+// `target`, for each output type in `outs` (and, for an fprop whose recipe compensates OCC, the
+// compensation kernels for weights of those types), with the heuristic's configs for `sm_count`
+// SMs. GEMMs the target has no kernel for are left out and named in `skipped` (when given).
+std::vector<codegen::KernelSource> request_gemm_kernels(
+    const Recipe& recipe, const GemmRequest& request, const std::string& target, int sm_count,
+    std::span<const DType> outs, std::vector<std::string>* skipped = nullptr);
 
 }  // namespace fp4jit::cuda

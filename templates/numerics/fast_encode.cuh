@@ -8,13 +8,13 @@
 // n_lo + off, off = 2 * (e8(t) - 127) = 256 - (bits(k) >> 22). One FMA of y into 2^23 (where
 // floats are spaced by 1) rounds y once to an integer, in the FMA's rounding mode:
 //   even        n = rn(y)                               (parity of n = parity of the code)
-//   away        n = (rz(2y + 1)) >> 1 = floor(y + 1/2)
-//   zero        n = (ru(2y)) >> 1     = ceil(y - 1/2)
+//   away        n = (rz(2y + 1)) >> 1 = floor(y + 1/2)  (y added into 2^22 + 1/2: spacing 1/2)
+//   zero        n = (ru(2y)) >> 1     = ceil(y - 1/2)   (y added into 2^22)
 //   stochastic  n = ceil((ceil(2^(R+1) y) - (2r + 1)) / 2^(R+1)) = floor(y) + [frac(y) > (r + 1/2)
 //   / 2^R]
 //               = the step-up rule of nx::round_up (r + 1/2 < frac * 2^R), one RU FMA and a shift
-// and code = n + off. Every FMA addend is an integer in [2^23, 2^24), so it is exact, and the
-// exact result stays in [2^23, 2^24).
+// and code = n + off. Every FMA addend is a float of the result's binade, so it is exact, and the
+// exact result stays in that binade.
 #pragma once
 #include "numerics/common.cuh"
 #include "numerics/minifloat.cuh"
@@ -24,25 +24,28 @@ namespace fp4jit::nx {
 
 enum class FmaMode : u8 { rn = 0, rz = 1, ru = 2 };
 
-// a * b + c rounded once, for a, b >= 0 finite and c an integer with the exact result in
-// [2^23, 2^24] (unit spacing). The host branch computes the same from the exact product.
-template <FmaMode kMode>
+// a * b + c rounded once, for a, b >= 0 finite and c a multiple of 2^(kExp - 23) with the exact
+// result in [2^kExp, 2^(kExp + 1)] (spacing 2^(kExp - 23)). The host branch computes the same
+// from the exact product.
+template <FmaMode kMode, int kExp = 23>
 FP4JIT_HD float fma_unit(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kMode == FmaMode::rn) return __fmaf_rn(a, b, c);
   if constexpr (kMode == FmaMode::rz) return __fmaf_rz(a, b, c);
   return __fmaf_ru(a, b, c);
 #else
-  const double p = static_cast<double>(a) * static_cast<double>(b);  // exact: 48 bits at most
-  const double fl = static_cast<double>(static_cast<i64>(p));        // p < 2^24: exact floor
-  const double fr = p - fl;                                          // exact
-  const double base = static_cast<double>(c) + fl;                   // an integer below 2^25
+  // Scaled by 2^(23 - kExp) (exact), the result is an integer in [2^23, 2^24].
+  const double scale = static_cast<double>(pow2f(23 - kExp));
+  const double p = static_cast<double>(a) * static_cast<double>(b) * scale;  // exact
+  const double fl = static_cast<double>(static_cast<i64>(p));  // p < 2^24: exact floor
+  const double fr = p - fl;                                    // exact
+  const double base = static_cast<double>(c) * scale + fl;     // an integer below 2^25
   bool up = false;
   if constexpr (kMode == FmaMode::rn)
     up = fr > 0.5 || (fr == 0.5 && (static_cast<i64>(base) & 1) != 0);
   else if constexpr (kMode == FmaMode::ru)
     up = fr > 0.0;
-  return static_cast<float>(base + (up ? 1.0 : 0.0));
+  return static_cast<float>((base + (up ? 1.0 : 0.0)) / scale);
 #endif
 }
 
@@ -62,34 +65,42 @@ FP4JIT_HD u32 e2m1_offset(u32 kbits) {
 
 // The FMA's result bits q for a = min(|v|, 6) (not NaN) in rounding `mode` (stochastic: rbits
 // holds the element's R = sr_bits random bits), such that the magnitude code is
-//   ((q - kE2m1QBase) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kbits)
-// (away, zero, up: the shift drops bit 0 of q, which carries nothing).
-constexpr u32 kE2m1QBase = 0x4b000000u;  // bits(2^23)
-FP4JIT_HD int e2m1_qshift(Round mode, int sr_bits) {
+//   ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kbits)
+// (away, zero, up: the shift drops bit 0 of q, which carries nothing). The modes that round 2y
+// (away, zero) or 2^(R+1) y (stochastic) to integers add into the binade where floats are spaced
+// by 1/2 or 2^-(R+1) instead of scaling k.
+FP4JIT_HD constexpr int e2m1_qshift(Round mode, int sr_bits) {
   return mode == Round::even ? 0 : (mode == Round::stochastic ? sr_bits + 1 : 1);
 }
-// Stochastic rounding's addend: 2^23 + 2^20 + 2^(R+1) - 2 - 2r. The 2^20 keeps the sum above
-// 2^23 for any r; it is a multiple of 2^(R+1), so it leaves the shifted result's low bits alone.
-FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
-  return 0x4b100000u + (2u << sr_bits) - 2u - 2u * r;
+FP4JIT_HD constexpr u32 e2m1_qbase(Round mode, int sr_bits) {
+  if (mode == Round::even) return 0x4b000000u;                                    // 2^23
+  if (mode == Round::stochastic) return 0x4b100000u - (static_cast<u32>(sr_bits + 1) << 23);
+  return 0x4a800000u;                                                             // 2^22
 }
-constexpr u32 kE2m1SrBase = 0x4b100000u;  // subtracted before the shift (a multiple of 2^17)
+// Stochastic rounding's addend bits: (2^23 + 2^20 + 2^(R+1) - 2 - 2r) * 2^-(R+1). The 2^20 keeps
+// the sum in its binade for any r and is a multiple of 2^(R+1), like the base subtracted.
+FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
+  return e2m1_qbase(Round::stochastic, sr_bits) + (2u << sr_bits) - 2u - 2u * r;
+}
 FP4JIT_HD u32 e2m1_fma_q(float a, u32 kbits, Round mode, bool negative, u32 rbits, int sr_bits) {
   const float k = bits_float(kbits);
+  const float half = bits_float(0x4a800001u);  // 2^22 + 1/2
+  const float two22 = bits_float(0x4a800000u);
   switch (mode) {
     case Round::even:
       return float_bits(fma_unit<FmaMode::rn>(a, k, 8388608.0f));
     case Round::away:
-      return float_bits(fma_unit<FmaMode::rz>(a, 2.0f * k, 8388609.0f));
+      return float_bits(fma_unit<FmaMode::rz, 22>(a, k, half));
     case Round::zero:
-      return float_bits(fma_unit<FmaMode::ru>(a, 2.0f * k, 8388608.0f));
+      return float_bits(fma_unit<FmaMode::ru, 22>(a, k, two22));
     case Round::up:  // ties toward +inf: away in magnitude for positive values, zero for negative
-      return negative ? float_bits(fma_unit<FmaMode::ru>(a, 2.0f * k, 8388608.0f))
-                      : float_bits(fma_unit<FmaMode::rz>(a, 2.0f * k, 8388609.0f));
+      return negative ? float_bits(fma_unit<FmaMode::ru, 22>(a, k, two22))
+                      : float_bits(fma_unit<FmaMode::rz, 22>(a, k, half));
     case Round::stochastic: {
       const u32 r = rbits & ((1u << sr_bits) - 1u);
       const float c = bits_float(e2m1_sr_addend_bits(r, sr_bits));
-      return float_bits(fma_unit<FmaMode::ru>(a, k * pow2f(sr_bits + 1), c));
+      return sr_bits == 8 ? float_bits(fma_unit<FmaMode::ru, 14>(a, k, c))
+                          : float_bits(fma_unit<FmaMode::ru, 6>(a, k, c));
     }
   }
   return 0u;
@@ -103,8 +114,7 @@ FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 
   const float a = min_f(abs_f(v), 6.0f);
   const u32 kb = e2m1_kbits(e2m1_interval(a));
   const u32 q = e2m1_fma_q(a, kb, mode, sign != 0u, rbits, sr_bits);
-  const u32 base = mode == Round::stochastic ? kE2m1SrBase : kE2m1QBase;
-  const u32 mag = ((q - base) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kb);
+  const u32 mag = ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kb);
   return (mag & 7u) | sign;
 }
 

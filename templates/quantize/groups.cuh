@@ -109,29 +109,44 @@ FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
   return block_scale<Op>(stat, s_enc);
 }
 
-// Where q_j's magnitude sits: q_j >> kShift (0: even, 1: away/zero/up, R + 1: stochastic).
+// Where q_j's magnitude sits: (q_j - kBase) >> kShift (see nx::e2m1_fma_q).
 template <class Op>
 FP4JIT_CONSTEXPR int q_shift() {
-  return Op::round == nx::Round::even ? 0
-                                      : (Op::round == nx::Round::stochastic ? Op::sr_bits + 1 : 1);
+  return nx::e2m1_qshift(Op::round, Op::sr_bits);
+}
+template <class Op>
+FP4JIT_CONSTEXPR u32 q_base() {
+  return nx::e2m1_qbase(Op::round, Op::sr_bits);
 }
 // The constant part of sum_j (packed q_j) - sum_j (256 << 4j), mod 2^32 (see pack_word).
 template <class Op>
 FP4JIT_CONSTEXPR u32 pack_const() {
   constexpr int kShift = q_shift<Op>();
+  constexpr u32 kBase = q_base<Op>();
   u32 c = 0u;
   for (int j = 0; j < 8; ++j) {
     u32 q = 0u;
     if (kShift == 0)
-      q = nx::kE2m1QBase << (4 * j);
+      q = kBase << (4 * j);
     else if (kShift == 1)
-      q = j == 0 ? nx::kE2m1QBase >> 1 : nx::kE2m1QBase << (4 * j - 1);
+      q = j == 0 ? kBase >> 1 : kBase << (4 * j - 1);
+    else
+      q = (kBase >> kShift) << (4 * j);  // kBase is a multiple of 2^kShift
     c += q - (256u << (4 * j));
   }
   return c;
 }
 
-// One word of 8 codes from 8 scaled values s_j and their random bits.
+FP4JIT_DEV u32 umulhi(u32 a, u32 b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<u32>((static_cast<u64>(a) * b) >> 32);
+#endif
+}
+
+// One word of 8 codes from 8 scaled values s_j and their random bits. Shifts are written as
+// multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic).
 template <class Op>
 FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
   constexpr int kShift = q_shift<Op>();
@@ -142,13 +157,14 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
     const u32 kb = nx::e2m1_kbits(nx::e2m1_interval(a));
     const u32 q = nx::e2m1_fma_q(a, kb, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
     if constexpr (kShift == 0)
-      qsum += q << (4 * j);
+      qsum += q * (1u << (4 * j));
     else if constexpr (kShift == 1)
-      qsum += j == 0 ? q >> 1 : q << (4 * j - 1);  // bit 0 of q lands on a sign bit: overwritten
+      qsum += j == 0 ? q >> 1 : q * (1u << (4 * j - 1));  // q's bit 0 lands on a sign bit
     else
-      qsum += ((q - nx::kE2m1SrBase) >> kShift) << (4 * j);
-    ksum += 4 * j <= 22 ? kb >> (22 - 4 * j) : kb << (4 * j - 22);  // (kb >> 22) << 4j: exact
-    signs = funnel_l4(nx::float_bits(s[j]), signs);                 // sign at bit 4j + 3
+      qsum += (q >> kShift) * (1u << (4 * j));
+    // (kb >> 22) << 4j, exact: kb's low 23 bits are zero.
+    ksum += 4 * j <= 22 ? umulhi(kb, 1u << (4 * j + 10)) : kb * (1u << (4 * j - 22));
+    signs = funnel_l4(nx::float_bits(s[j]), signs);  // sign at bit 4j + 3
   }
   return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
 }
@@ -259,23 +275,18 @@ FP4JIT_DEV void group_stats(const float (&v)[kG], u32 (&m)[kG / Op::block_cols])
 }
 
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
-// group at operand (r, c0) whose first n elements are in range. `raw_max` (BF16 inputs without a
-// transform): the blocks' max |x| bits, computed from the packed input; else null.
+// group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
+// max |x| bits already (from the packed BF16 input, no transform); else they are computed here.
 template <class Op, bool kStats>
-FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], const u32* raw_max, i64 r, i64 c0,
-                               int n, const OperandOut& o, float s_enc, const TwoLevel& tl,
-                               u64 seed, u64 offset, bool want_max, u32& global_max) {
+FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
+                               u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,
+                               const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
+                               u64 offset, bool want_max, u32& global_max) {
   constexpr int kG = group_size<Op>();
   constexpr int kB = Op::block_cols;
   constexpr int kBlocks = kG / kB;
   group_hadamard<Op, kG>(v);
-  u32 m[kBlocks];
-  if (raw_max != nullptr) {
-#pragma unroll
-    for (int b = 0; b < kBlocks; ++b) m[b] = raw_max[b];
-  } else {
-    group_stats<Op, kG>(v, m);
-  }
+  if (!stats_given) group_stats<Op, kG>(v, m);
   if (want_max) {
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
@@ -310,7 +321,9 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], const u32* raw_max,
 #pragma unroll
       for (int w = 0; w < kG / 8; ++w) reinterpret_cast<u32*>(dst)[w] = words[w];
     } else {
-      for (int e = 0; e < n / 2; ++e) dst[e] = static_cast<u8>(words[e / 4] >> (8 * (e % 4)));
+#pragma unroll
+      for (int e = 0; e < kG / 2; ++e)
+        if (e < n / 2) dst[e] = static_cast<u8>(words[e / 4] >> (8 * (e % 4)));
     }
   }
 }

@@ -1,14 +1,20 @@
 // quantize_rows: the row-wise (non-transposed) operand straight from global memory, one pass.
 //
-// Each warp walks one operand row at a time, 32 x kUnroll segments of kVec elements (a 16-byte
-// load per segment for BF16/FP16): all loads of an iteration are issued before the first use.
-// Block stats of 1 x block_cols tiles (and Hadamard chunks) are reduced over neighbouring lanes;
-// blocks spanning more rows, whole rows or columns, or the tensor come from the stats pass.
+// Two paths, chosen by the operand at compile time:
+//   groups    (quantize/groups.cuh: E2M1, 1 x 16 or 1 x 32 blocks, Hadamard chunks up to 32) each
+//             lane owns 32 consecutive elements of a row per item (whole blocks: stats, scale and
+//             Hadamard in registers), encodes them by one FMA each, and has the next item's
+//             16-byte loads in flight meanwhile; items are walked without 64-bit divisions.
+//   segments  (quantize/segment.cuh: every other operand) each warp walks one operand row at a
+//             time, 32 x kUnroll segments of kVec elements; block stats of 1 x block_cols tiles
+//             (and Hadamard chunks) are reduced over neighbouring lanes; blocks spanning more
+//             rows, whole rows or columns, or the tensor come from the stats pass.
 //
 // Phases (Cfg::phase):
 //   stats     accumulates the global finite amax (two-level s_enc, the amax output) and the stat
 //             words of blocks that are not local; walks the rows in reverse so that the rows the
-//             quantize pass reads first are still in L2.
+//             quantize pass reads first are still in L2. Skipped for two-level operands whose
+//             amax the caller gives (OperandOut::amax_in, delayed scaling).
 //   quantize  writes codes and scales (and s_enc and amax).
 //
 // Config (a named struct in the generated stub):
@@ -16,7 +22,7 @@
 //   static constexpr InType in;          input element type
 //   static constexpr Phase phase;
 //   static constexpr int threads;        per CTA, a multiple of 32
-//   static constexpr int unroll;         segments per lane per iteration
+//   static constexpr int unroll;         segments per lane per iteration (segments path)
 #pragma once
 #include "quantize/args.cuh"
 #include "quantize/groups.cuh"
@@ -78,39 +84,55 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
   u32 global_max = 0u;
 
-  // Row and first column of this lane's elements in item `it`; true if they are all in range
-  // and 16-byte loads may be used.
-  const auto locate = [&](i64 it, i64& r, i64& c0) {
-    const i64 item = kStats ? items - 1 - it : it;
-    r = item / chunks;
-    c0 = (item - r * chunks) * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
-    return vector_ok && c0 + kPerLane <= cols;
+  // Items walked without 64-bit divisions: (row, chunk) of this warp's item, advanced by the
+  // grid's warps each round (backwards in the stats pass, which walks the items in reverse).
+  const i64 step = static_cast<i64>(gridDim.x) * kWarps;
+  const i64 first = static_cast<i64>(blockIdx.x) * kWarps + warp_id();
+  if (first >= items) {
+    finish_rows<Op, kStats>(o, global_max, s_enc);
+    return;
+  }
+  const i64 step_r = step / chunks, step_c = step - step_r * chunks;
+  const i64 item0 = kStats ? items - 1 - first : first;
+  i64 r = item0 / chunks, chunk = item0 - r * chunks;
+  const auto advance = [&](i64& rr, i64& cc) {
+    if constexpr (kStats) {
+      rr -= step_r;
+      cc -= step_c;
+      if (cc < 0) {
+        cc += chunks;
+        --rr;
+      }
+    } else {
+      rr += step_r;
+      cc += step_c;
+      if (cc >= chunks) {
+        cc -= chunks;
+        ++rr;
+      }
+    }
   };
-  const auto fetch = [&](i64 r, i64 c0, uint4(&buf)[kLoads]) {
-    const char* p = in + (r * a.stride + c0) * kEsz;
+  const auto lane_col = [&](i64 cc) {
+    return cc * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
+  };
+  // The lane's 16-byte loads of item (rr, cc), if all its elements are in range.
+  const auto fetch = [&](i64 rr, i64 cc, uint4(&buf)[kLoads]) {
+    const i64 c0 = lane_col(cc);
+    if (!vector_ok || c0 + kPerLane > cols) return false;
+    const char* p = in + (rr * a.stride + c0) * kEsz;
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) buf[l] = load16(p + 16 * l, !kStats);
+    return true;
   };
 
-  const i64 step = static_cast<i64>(gridDim.x) * kWarps;
-  i64 it = static_cast<i64>(blockIdx.x) * kWarps + warp_id();
   uint4 cur[kLoads];
-  bool cur_vec = false;
-  if (it < items) {
-    i64 r, c0;
-    cur_vec = locate(it, r, c0);
-    if (cur_vec) fetch(r, c0, cur);
-  }
-  for (; it < items; it += step) {
-    i64 r, c0;
-    locate(it, r, c0);
+  bool cur_vec = fetch(r, chunk, cur);
+  for (i64 it = first; it < items; it += step) {
+    const i64 c0 = lane_col(chunk);
+    i64 rn = r, cn = chunk;
+    advance(rn, cn);
     uint4 next[kLoads];
-    bool next_vec = false;
-    if (it + step < items) {
-      i64 rn, cn;
-      next_vec = locate(it + step, rn, cn);
-      if (next_vec) fetch(rn, cn, next);
-    }
+    const bool next_vec = it + step < items && fetch(rn, cn, next);
     float lo = 0.0f, hi = 0.0f;
     if constexpr (Op::occ) {
       lo = o.lohi[2 * r];
@@ -123,25 +145,29 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       const int n = left <= 0 ? 0 : (left >= kG ? kG : static_cast<int>(left));
       if (n == 0) break;
       float v[kG];
-      u32 raw_max[kG / Op::block_cols];
+      u32 m[kG / Op::block_cols];
+      bool stats_given = false;
       if (cur_vec) {
         constexpr int kPerLoad = 16 / kEsz;
 #pragma unroll
         for (int l = 0; l < kG / kPerLoad; ++l)
           widen<Cfg::in>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
         if constexpr (kRawMax) {
-          constexpr int kWords = Op::block_cols / 2;  // packed pairs per block
+          // Block stats from the packed input: max |x| of two BF16 values per instruction.
+          constexpr int kWords = Op::block_cols / 2;
 #pragma unroll
           for (int b = 0; b < kG / Op::block_cols; ++b) {
-            u32 m = 0u;
+            u32 mm = 0u;
 #pragma unroll
             for (int w = 0; w < kWords; ++w) {
-              const uint4& u = cur[(g * kG + b * Op::block_cols + 2 * w) / 8];
-              const int k = (b * Op::block_cols + 2 * w) % 8 / 2;
-              m = absmax_bf16x2(m, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
+              const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
+              const uint4& u = cur[word / 4];
+              const int k = word % 4;
+              mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
             }
-            raw_max[b] = bf16x2_max_bits(m);
+            m[b] = bf16x2_max_bits(mm);
           }
+          stats_given = true;
         }
       } else {
 #pragma unroll
@@ -153,12 +179,16 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
         for (int e = 0; e < kG; ++e)
           if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
       }
-      quantize_group<Op, kStats>(v, kRawMax && cur_vec ? raw_max : nullptr, r, cg, n, o, s_enc, tl,
-                                 a.seed, a.offset, want_max, global_max);
+      quantize_group<Op, kStats>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed, a.offset,
+                                 want_max, global_max);
     }
+    if (next_vec) {
 #pragma unroll
-    for (int l = 0; l < kLoads; ++l) cur[l] = next[l];
+      for (int l = 0; l < kLoads; ++l) cur[l] = next[l];
+    }
     cur_vec = next_vec;
+    r = rn;
+    chunk = cn;
   }
   finish_rows<Op, kStats>(o, global_max, s_enc);
 }

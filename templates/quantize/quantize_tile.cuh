@@ -1,11 +1,13 @@
 // quantize_tile: the column-wise (transposed) operand, both operands from one read, or a
 // row-wise operand whose blocks span several rows (16 x 16), through a shared-memory tile.
 //
-// A CTA loads a [kTileRows x kTileCols] tile of the source (16-byte loads, coalesced), applies
-// the OCC clamp, and stores it as float into shared memory with a row pitch of kTileCols + 1
-// words: segments are then read along rows (row-wise operand) or along columns (the transposed
-// operand) without bank conflicts when a warp holds L lines x (32 / L) segments:
-// bank = line + 8 * kpos + e (mod 32) either way.
+// CTAs are persistent: each walks tiles of [kTileRows x kTileCols] of the source, with the next
+// tile's 16-byte loads (coalesced) in flight while the current one is quantized. A tile is
+// OCC-clamped and stored as float into shared memory with a row pitch of kTileCols + 1 words.
+// Operands of quantize/groups.cuh (E2M1 1 x 16 / 1 x 32 blocks) are then taken a whole group of
+// K-elements per thread, consecutive lanes on consecutive lines (tile rows, or tile columns for
+// the transposed operand), so the reads hit distinct banks; both operands' groups share one loop.
+// Other operands go by segments: a warp holds L lines x (32 / L) segments of kVec elements.
 //
 // Double quantization (Cfg::requant, mode both): the transposed operand is quantized from the
 // row-wise operand's dequantized values (TetraJet's Q(deq(Q(X)))^T), which the row pass writes
@@ -149,7 +151,8 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
 #pragma unroll
   for (int e = 0; e < kG; ++e)
     v[e] = kTransposed ? tile[(tk + e) * kPitch + tl_line] : tile[tl_line * kPitch + tk + e];
-  quantize_group<Op, kStats>(v, nullptr, r, c0, n, o, s_enc, tl, seed, offset, want_max,
+  u32 m[kG / Op::block_cols];
+  quantize_group<Op, kStats>(v, false, m, r, c0, n, o, s_enc, tl, seed, offset, want_max,
                              global_max);
 }
 

@@ -1,0 +1,201 @@
+// Compile-only checks of the GEMM kernels, no GPU needed: for every preset and target, each of its
+// three GEMMs through the real runtime compiler over a spread of configs (tile widths, ring depths,
+// raster order, output types; sm_100a: pipeline depths), the OCC compensation kernels, the stubs'
+// shape and keys, and the combinations the CUDA backend refuses with Error(unsupported).
+// sm_100a kernels are compiled here and inspected with cuobjdump on a device machine; they have
+// NOT been run on hardware.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "codegen/gemm.hpp"
+#include "runtime/compile.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+
+namespace fp4jit {
+namespace {
+
+using codegen::GemmPath;
+using codegen::KernelSource;
+
+struct Target {
+  std::string preset;
+  std::string arch;
+};
+
+// A spread of configs for one GEMM: the heuristic's for a large and a small M, other tile widths
+// and ring depths, every output type.
+std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
+                                 const std::string& arch) {
+  std::vector<KernelSource> out;
+  const DType outs[] = {DType::bf16, DType::f32, DType::f16};
+  for (DType d : outs) {
+    const codegen::GemmSpec spec = codegen::gemm_spec(r, op, s.n, s.k, d, arch);
+    for (std::int64_t m : {std::int64_t{8192}, std::int64_t{128}}) {
+      if (d != DType::bf16 && m == 128) continue;
+      out.push_back(codegen::gemm_kernel(spec, codegen::choose_gemm(spec, m, 132, arch), arch));
+    }
+    if (d != DType::bf16) continue;
+    if (arch == "sm_100a") {
+      for (int stages : {2, 6})
+        out.push_back(codegen::gemm_sm100_kernel(spec, {128, stages}, arch));
+      continue;
+    }
+    codegen::GemmSm90Config c = codegen::default_sm90_config(spec, 64);
+    c.raster_along_m = false;
+    c.raster_group = 4;
+    out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+    c = codegen::default_sm90_config(spec, 128);
+    c.packed_stages = 3;
+    c.exp_stages = 2;
+    if (spec.path == GemmPath::nv) c.nv_interleave = !c.nv_interleave;
+    out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+  }
+  return out;
+}
+
+class GemmCompiles : public testing::TestWithParam<Target> {};
+
+TEST_P(GemmCompiles, EveryGemmOverASpreadOfConfigs) {
+  const Recipe recipe = parse_recipe(GetParam().preset);
+  const std::string& arch = GetParam().arch;
+  const GemmShape layer{1024, 3072, 4096};
+  std::vector<KernelSource> kernels;
+  std::set<std::string> keys;
+  int unsupported = 0;
+  for (const auto& op : gemm_op_names()) {
+    try {
+      for (auto& k : spread(recipe, op.value, gemm_shape_of(op.value, layer), arch))
+        if (keys.insert(k.key_text).second) kernels.push_back(std::move(k));
+    } catch (const Error& e) {
+      ASSERT_EQ(e.kind(), ErrorKind::unsupported) << e.what();
+      EXPECT_EQ(arch, "sm_100a") << e.what();  // sm_90a multiplies every preset's pairs
+      ++unsupported;
+    }
+  }
+  if (recipe[Role::x].occ && arch == "sm_90a")
+    for (DType d : {DType::bf16, DType::f32, DType::f16}) {
+      kernels.push_back(codegen::occ_transpose_kernel(d, arch));
+      kernels.push_back(codegen::occ_compensate_kernel(d, arch));
+    }
+  if (kernels.empty()) GTEST_SKIP() << GetParam().preset << " has no " << arch << " GEMM kernel";
+  const auto compiled = compile_sources(kernels, nullptr, 0);
+  ASSERT_EQ(compiled.size(), kernels.size());
+  for (const auto& k : compiled) EXPECT_FALSE(k.from_cache);
+  RecordProperty("kernels", static_cast<int>(kernels.size()));
+  RecordProperty("unsupported_gemms", unsupported);
+}
+
+std::vector<Target> targets() {
+  std::vector<Target> out;
+  for (const auto& p : presets())
+    for (const char* arch : {"sm_90a", "sm_100a"}) out.push_back({std::string(p.name), arch});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, GemmCompiles, testing::ValuesIn(targets()),
+                         [](const testing::TestParamInfo<Target>& p) {
+                           return p.param.preset + "_" + p.param.arch;
+                         });
+
+TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {
+  const Recipe r = parse_recipe("nvfp4");
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    const codegen::GemmSpec spec =
+        codegen::gemm_spec(r, GemmOp::dgrad, 3072, 4096, DType::bf16, arch);
+    const KernelSource k =
+        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 1024, 132, arch), arch);
+    const std::string src = k.source();
+    EXPECT_NE(src.find("#include \"gemm/sm" +
+                       std::string(arch == std::string("sm_90a") ? "90" : "100") + "/kernel.cuh\""),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("template __global__ void " + k.name_expression() + "("), std::string::npos)
+        << src;
+    EXPECT_EQ(src.find("__device__"), std::string::npos) << src;
+    EXPECT_LT(src.size(), 4000u) << src;
+    EXPECT_NE(k.key_text.find("n=3072;k=4096;"), std::string::npos) << k.key_text;
+    EXPECT_NE(src.find("kN = 3072, kK = 4096"), std::string::npos) << src;
+    EXPECT_NE(k.key_text.find("target=" + std::string(arch)), std::string::npos);
+  }
+  // The wt operand's 16x16 blocks reach the stub; the same pair for another N is another kernel.
+  const codegen::GemmSpec a =
+      codegen::gemm_spec(r, GemmOp::dgrad, 3072, 4096, DType::bf16, "sm_90a");
+  const codegen::GemmSpec b =
+      codegen::gemm_spec(r, GemmOp::dgrad, 3104, 4096, DType::bf16, "sm_90a");
+  EXPECT_EQ(a.b_block_rows, 16);
+  EXPECT_NE(codegen::gemm_sm90_kernel(a, {}, "sm_90a").key_text,
+            codegen::gemm_sm90_kernel(b, {}, "sm_90a").key_text);
+}
+
+TEST(GemmPaths, EveryPresetPairMapsToAKernelPath) {
+  const auto path = [](const char* recipe, GemmOp op, const char* arch = "sm_90a") {
+    return codegen::gemm_spec(parse_recipe(recipe), op, 256, 256, DType::bf16, arch).path;
+  };
+  EXPECT_EQ(path("mxfp4", GemmOp::wgrad), GemmPath::mx);
+  EXPECT_EQ(path("tetrajet", GemmOp::dgrad), GemmPath::mx);
+  EXPECT_EQ(path("nvfp4", GemmOp::fprop), GemmPath::nv);
+  EXPECT_EQ(path("ue5m3", GemmOp::wgrad), GemmPath::nv);
+  EXPECT_EQ(path("msfp4", GemmOp::fprop), GemmPath::ms);
+  EXPECT_EQ(path("msfp4", GemmOp::dgrad), GemmPath::ms_grad);
+  EXPECT_EQ(path("msfp4", GemmOp::wgrad), GemmPath::ms_grad);
+  EXPECT_EQ(path("nvfp4", GemmOp::wgrad, "sm_100a"), GemmPath::nv);
+  EXPECT_EQ(path("tetrajet", GemmOp::fprop, "sm_100a"), GemmPath::mx);
+}
+
+TEST(GemmPaths, UnsupportedCombinationsSayWhy) {
+  const auto error_of = [](const char* recipe, GemmOp op, std::int64_t k, const char* arch) {
+    try {
+      codegen::gemm_spec(parse_recipe(recipe), op, 256, k, DType::bf16, arch);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::unsupported) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("msfp4", GemmOp::fprop, 256, "sm_100a").find("no kernel multiplies fprop"),
+            std::string::npos);
+  EXPECT_NE(error_of("ue5m3", GemmOp::fprop, 256, "sm_100a").find("ue5m3"), std::string::npos);
+  EXPECT_NE(error_of("nvfp4", GemmOp::fprop, 48, "sm_90a").find("multiple of 32"),
+            std::string::npos);
+  EXPECT_NE(error_of("mxfp4:elem=e4m3", GemmOp::fprop, 256, "sm_90a").find("elem=e4m3"),
+            std::string::npos);
+  EXPECT_NE(error_of("mxfp4", GemmOp::fprop, 256, "sm_80").find("no kernels for sm_80"),
+            std::string::npos);
+}
+
+TEST(GemmConfigs, InvalidConfigsAreRejected) {
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 256, 256, DType::bf16, "sm_90a");
+  codegen::GemmSm90Config c;
+  c.block_n = 256;  // mx keeps two accumulator sets
+  EXPECT_THROW(c.validate(mx), Error);
+  c.block_n = 128;
+  c.packed_stages = 16;
+  c.exp_stages = 8;  // shared memory
+  EXPECT_THROW(c.validate(mx), Error);
+  EXPECT_THROW(codegen::gemm_sm100_kernel(mx, {256, 4}, "sm_100a"), Error);
+}
+
+// What `fp4jit compile --gemm` builds: the three GEMMs of a layer, skipping what sm_100a lacks.
+TEST(LayerKernels, ThreeGemmsAndOccKernels) {
+  const std::array<DType, 1> outs{DType::bf16};
+  std::vector<std::string> skipped;
+  const auto ms =
+      cuda::request_gemm_kernels(parse_recipe("msfp4"), {true, GemmOp::fprop, {1024, 3072, 4096}},
+                                 "sm_90a", 132, outs, &skipped);
+  std::multiset<std::string> ops;
+  for (const auto& k : ms) ops.insert(k.op);
+  EXPECT_EQ(ops.count("gemm_sm90"), 3u);
+  EXPECT_EQ(ops.count("occ_compensate"), 1u);
+  EXPECT_TRUE(skipped.empty());
+  const auto ms100 =
+      cuda::request_gemm_kernels(parse_recipe("msfp4"), {true, GemmOp::fprop, {1024, 3072, 4096}},
+                                 "sm_100a", 148, outs, &skipped);
+  EXPECT_TRUE(ms100.empty());
+  EXPECT_EQ(skipped.size(), 3u);
+}
+
+}  // namespace
+}  // namespace fp4jit
