@@ -11,7 +11,8 @@
 # Results go to $OUT (default /tmp/fp4jit_device), at most 8 files: summary.txt, device.txt,
 # logs.txt (every step's log, appended as it ends) and the JSON of bench and peers. Expects,
 # carried with the run:
-#   .carry/bin/{fp4jit_gpu_tests,fp4jit_quantize_bench}  static builds (FP4JIT_STATIC_RUNTIME=ON)
+#   .carry/bin/{fp4jit_gpu_tests,fp4jit_gpu_gemm_tests,fp4jit_quantize_bench,fp4jit}
+#                                                        static builds (FP4JIT_STATIC_RUNTIME=ON)
 #   .carry/cache.db                                      kernels compiled ahead of time (sm_90a)
 #   .carry/peers.py                                      copied from the shared bench folder
 # Prepare them with scripts/device_prepare.sh. Never changes GPU settings.
@@ -84,5 +85,30 @@ for t in memcheck racecheck; do
   echo "--- $t"
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|Hazard' "$LOGS/$t.log" | head -12
 done
+# 4. GEMMs: tests (8 shards, NVRTC compiles what the cache lacks), then timings alone on the GPU.
+say "gemm tests"
+t0=$SECONDS
+for i in $(seq 0 7); do
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 100 "$BIN/fp4jit_gpu_gemm_tests" \
+    >"$LOGS/gemm_tests_$i.log" 2>&1 &
+done
+wait
+cat "$LOGS"/gemm_tests_*.log >"$LOGS/gemm_tests.log"
+keep gemm_tests
+echo "gemm_tests $((SECONDS - t0))s: $(grep -c '^\[       OK' "$LOGS/gemm_tests.log") passed," \
+  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gemm_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gemm_tests.log") skipped" |
+  tee -a "$OUT/summary.txt"
+grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sort -t= -k2 -g | tail -3
+grep -B3 -A12 'Failure' "$LOGS/gemm_tests.log" | head -40
+GEMMS=${GEMMS:-"8192x4096x4096 8192x11008x4096 8192x4096x11008"}
+for r in ${GEMM_RECIPES:-nvfp4 mxfp4 msfp4}; do
+  args=()
+  for g in $GEMMS; do args+=(--gemm "$g"); done
+  step "bench_gemm_$r" 120 "$BIN/fp4jit" bench gemm --recipe "$r" "${args[@]}" --json "$OUT/bench_gemm_$r.json"
+  cat "$LOGS/bench_gemm_$r.log"
+done
+step peers_gemm 150 python3 .carry/peers.py --shapes "$(echo $GEMMS | tr ' ' ',')" --quant 8192x8192 \
+  --out "$OUT/peers_gemm.json"
+tail -8 "$LOGS/peers_gemm.log"
 say "summary"
 cat "$OUT/summary.txt"

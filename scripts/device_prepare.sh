@@ -7,9 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B .carry/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP4JIT_STATIC_RUNTIME=ON -DFP4JIT_WITH_LLVM=OFF \
   -DFP4JIT_BUILD_TESTS=ON >/dev/null
-cmake --build .carry/build --target fp4jit_gpu_tests fp4jit_quantize_bench
+cmake --build .carry/build --target fp4jit_gpu_tests fp4jit_gpu_gemm_tests fp4jit_quantize_bench fp4jit_cli
 mkdir -p .carry/bin
-cp .carry/build/tests/gpu/fp4jit_gpu_tests .carry/build/fp4jit_quantize_bench .carry/bin/
+cp .carry/build/tests/gpu/fp4jit_gpu_tests .carry/build/tests/gpu/fp4jit_gpu_gemm_tests \
+  .carry/build/fp4jit_quantize_bench .carry/bin/
+cp .carry/build/fp4jit .carry/bin/fp4jit
 strip .carry/bin/*
 rm -f .carry/cache.db .carry/cache.db-wal .carry/cache.db-shm
 # The GPU tests use the emulator's recipes (tests/emu/emu_recipes.hpp), the benchmark the presets.
