@@ -1,6 +1,7 @@
 // quantize_bench: the CUDA quantize kernels on the device, and their compile and cache times.
 //
-//   quantize_bench bench [--sizes 8192,16384] [--reps N] [--json FILE]
+//   quantize_bench bench [--sizes 8192,16384] [--presets a,b] [--modes rows,pair] [--reps N]
+//                        [--json FILE]
 //       BF16 -> FP4 for every preset: row-wise (x) and both copies from one read (x/xt, dy/dyt),
 //       median of CUDA-event timings over >= 2 rotating input buffers (> 120 MB, beyond L2),
 //       after warm-up; effective GB/s = (input bytes + output bytes) / time, beside the measured
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,6 +178,23 @@ int run_bench(const std::vector<std::string>& args) {
   for (const auto& s : split(arg(args, "--sizes", "8192,16384"), ','))
     sizes.push_back(std::stoll(s));
   const int reps_arg = std::stoi(arg(args, "--reps", "0"));
+  // Comma-separated filters (empty: everything).
+  const std::vector<std::string> presets_arg = split(arg(args, "--presets", ""), ',');
+  const std::vector<std::string> modes_arg = split(arg(args, "--modes", ""), ',');
+  const auto wanted = [](const std::vector<std::string>& list, std::string_view name) {
+    if (list.empty() || (list.size() == 1 && list[0].empty())) return true;
+    for (const auto& s : list)
+      if (s == name) return true;
+    return false;
+  };
+  for (const auto& m : modes_arg)
+    if (!m.empty() && m != "rows" && m != "pair")
+      throw std::runtime_error("--modes: unknown mode '" + m + "' (valid: rows, pair)");
+  for (const auto& name : presets_arg) {
+    bool known = name.empty();
+    for (const auto& p : presets()) known = known || p.name == name;
+    if (!known) parse_recipe(name);  // names the valid presets
+  }
   std::vector<Row> rows;
   const std::int64_t max_n = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint16_t> host = random_bf16(static_cast<std::size_t>(max_n * max_n));
@@ -191,6 +210,7 @@ int run_bench(const std::vector<std::string>& args) {
     }
     const int reps = reps_arg > 0 ? reps_arg : (n >= 16384 ? 20 : 50);
     for (const auto& p : presets()) {
+      if (!wanted(presets_arg, p.name)) continue;
       const Recipe recipe = parse_recipe(p.name);
       struct Mode {
         std::string name;
@@ -200,6 +220,7 @@ int run_bench(const std::vector<std::string>& args) {
       for (const Mode& m :
            {Mode{"rows x", Role::x, false}, Mode{"pair x+xt", Role::x, true},
             Mode{"rows dy", Role::dy, false}, Mode{"pair dy+dyt", Role::dy, true}}) {
+        if (!wanted(modes_arg, m.pair ? "pair" : "rows")) continue;
         const Role partner = m.role == Role::x ? Role::xt : Role::dyt;
         const QuantLayout lr = quant_layout(recipe, m.role, n, n);
         const QuantLayout lc = quant_layout(recipe, partner, n, n);

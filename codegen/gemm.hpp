@@ -73,11 +73,14 @@ KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& conf
 // The kernel of `choice` for the spec's target.
 KernelSource gemm_kernel(const GemmSpec& spec, const GemmChoice& choice, const std::string& target);
 
-// OCC compensation (templates/gemm/occ_compensate.cuh): W [N, K] of type `weight` -> W^T float32,
-// and D += alpha * R W^T with D of type `out`.
+// OCC compensation (templates/gemm/occ_compensate.cuh): W [N, K] of type `weight` -> W^T of that
+// type, the residual's row ranges, and D += alpha * R W^T with D of type `out`.
 KernelSource occ_transpose_kernel(DType weight, const std::string& target);
-KernelSource occ_compensate_kernel(DType out, const std::string& target);
-constexpr int kOccCompensateThreads = 128;
+KernelSource occ_rows_kernel(const std::string& target);
+KernelSource occ_compensate_kernel(DType out, DType weight, const std::string& target);
+constexpr int kOccCompensateThreads = 128;  // per CTA
+constexpr int kOccCompensateCols = 8;       // output columns per thread
+constexpr int kOccCompensateBatch = 4;      // residual entries with their loads in flight
 
 // "g::OutType::bf16" for a stub.
 std::string gemm_out_name(DType d);

@@ -24,7 +24,19 @@ KernelSource occ_transpose_kernel(DType weight, const std::string& target) {
   return k;
 }
 
-KernelSource occ_compensate_kernel(DType out, const std::string& target) {
+KernelSource occ_rows_kernel(const std::string& target) {
+  KernelSource k;
+  k.op = "occ_rows";
+  k.name_space = "fp4jit::gemm";
+  k.header = "gemm/occ_compensate.cuh";
+  k.args_type = "const fp4jit::gemm::OccRowsArgs";
+  k.target = target;
+  k.declarations = "struct Config {};\n";
+  k.key_text = KeyText().add("op", k.op).add("config", "threads=256").add("target", target).text();
+  return k;
+}
+
+KernelSource occ_compensate_kernel(DType out, DType weight, const std::string& target) {
   KernelSource k;
   k.op = "occ_compensate";
   k.name_space = "fp4jit::gemm";
@@ -33,12 +45,16 @@ KernelSource occ_compensate_kernel(DType out, const std::string& target) {
   k.target = target;
   k.declarations = fmt::format(
       "struct Config {{\n  static constexpr fp4jit::gemm::OutType kOut = {};\n  static constexpr "
-      "int kThreads = {};\n}};\n",
-      gemm_out_name(out), kOccCompensateThreads);
+      "fp4jit::gemm::OutType kIn = {};\n  static constexpr int kThreads = {};\n  static "
+      "constexpr int kCols = {};\n  static constexpr int kBatch = {};\n}};\n",
+      gemm_out_name(out), gemm_out_name(weight), kOccCompensateThreads, kOccCompensateCols,
+      kOccCompensateBatch);
   k.key_text = KeyText()
                    .add("op", k.op)
                    .add("out", name(out))
-                   .add("config", fmt::format("threads={}", kOccCompensateThreads))
+                   .add("in", name(weight))
+                   .add("config", fmt::format("threads={},cols={},batch={}", kOccCompensateThreads,
+                                              kOccCompensateCols, kOccCompensateBatch))
                    .add("target", target)
                    .text();
   return k;

@@ -136,12 +136,16 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   const bool occ = epilogue.occ_weight.data != nullptr;
   if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight");
 
-  // Scratch: split-K partial sums and tile counters; W^T for the OCC compensation.
+  // Scratch: split-K partial sums and tile counters; W^T (W's type) and the residual's row
+  // ranges for the OCC compensation.
   const std::int64_t ws_bytes = plan.workspace_floats * 4,
                      counter_bytes = plan.choice.splits > 1 ? plan.tiles * 4 : 0;
-  const std::int64_t wt_offset = (ws_bytes + counter_bytes + 255) / 256 * 256;
-  const std::int64_t wt_bytes = occ ? shape.k * shape.n * 4 : 0;
-  StreamScratch scratch(d_, s, wt_offset + wt_bytes);
+  const auto align256 = [](std::int64_t x) { return (x + 255) / 256 * 256; };
+  const std::int64_t wt_offset = align256(ws_bytes + counter_bytes);
+  const std::int64_t wt_bytes = occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0;
+  const std::int64_t rows_offset = align256(wt_offset + wt_bytes);
+  const std::int64_t rows_bytes = occ ? (shape.m + 1) * 8 : 0;
+  StreamScratch scratch(d_, s, rows_offset + rows_bytes);
 
   gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
   if (plan.choice.splits > 1) {
@@ -167,8 +171,8 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
 
   // OCC compensation: out += alpha * R W^T.
   const TensorView& w = epilogue.occ_weight;
-  gemm::OccTransposeArgs ta_args{w.data, scratch.at<float>(wt_offset), shape.n, shape.k,
-                                 stride_of(w)};
+  void* wt = scratch.at<char>(wt_offset);
+  gemm::OccTransposeArgs ta_args{w.data, wt, shape.n, shape.k, stride_of(w)};
   CUfunction transpose = modules_->function(codegen::occ_transpose_kernel(w.dtype, info_.target));
   void* t_params[] = {&ta_args};
   check(d_.launch_kernel(transpose, static_cast<unsigned>((shape.k + 31) / 32),
@@ -176,28 +180,37 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
                          nullptr),
         "cuLaunchKernel (occ_transpose)");
   static_assert(sizeof(long long) == sizeof(std::int64_t));
-  gemm::OccCompensateArgs c_args{reinterpret_cast<const long long*>(a.residual_index),
+  const auto* index = reinterpret_cast<const long long*>(a.residual_index);
+  auto* row_ptr = scratch.at<long long>(rows_offset);
+  gemm::OccRowsArgs r_args{index, reinterpret_cast<const long long*>(a.residual_count), row_ptr,
+                           shape.m, shape.k};
+  CUfunction rows = modules_->function(codegen::occ_rows_kernel(info_.target));
+  void* r_params[] = {&r_args};
+  check(d_.launch_kernel(rows, static_cast<unsigned>((shape.m + 1 + 255) / 256), 1, 1, 256, 1, 1, 0,
+                         s, r_params, nullptr),
+        "cuLaunchKernel (occ_rows)");
+  gemm::OccCompensateArgs c_args{row_ptr,
+                                 index,
                                  a.residual_value,
-                                 reinterpret_cast<const long long*>(a.residual_count),
-                                 scratch.at<float>(wt_offset),
+                                 wt,
                                  out.data,
                                  shape.m,
                                  shape.n,
                                  shape.k,
                                  stride_of(out),
                                  epilogue.alpha,
-                                 shape.n % 4 == 0 ? 1u : 0u};
+                                 shape.n % 8 == 0 ? 1u : 0u};
   CUfunction compensate =
-      modules_->function(codegen::occ_compensate_kernel(out.dtype, info_.target));
+      modules_->function(codegen::occ_compensate_kernel(out.dtype, w.dtype, info_.target));
   void* c_params[] = {&c_args};
-  const std::int64_t col_blocks =
-      (shape.n + 4 * codegen::kOccCompensateThreads - 1) / (4 * codegen::kOccCompensateThreads);
+  constexpr std::int64_t kColsPerCta = codegen::kOccCompensateCols * codegen::kOccCompensateThreads;
   check(d_.launch_kernel(compensate, static_cast<unsigned>(shape.m),
-                         static_cast<unsigned>(col_blocks), 1, codegen::kOccCompensateThreads, 1, 1,
-                         0, s, c_params, nullptr),
+                         static_cast<unsigned>((shape.n + kColsPerCta - 1) / kColsPerCta), 1,
+                         codegen::kOccCompensateThreads, 1, 1, 0, s, c_params, nullptr),
         "cuLaunchKernel (occ_compensate)");
+  // W read and W^T written, D read and written (the residual's W^T rows: unknown on the host).
   last_bytes_ +=
-      shape.k * shape.n * (dtype_size(w.dtype) + 8) + 2 * shape.m * shape.n * dtype_size(out.dtype);
+      2 * shape.k * shape.n * dtype_size(w.dtype) + 2 * shape.m * shape.n * dtype_size(out.dtype);
 }
 
 }  // namespace fp4jit::cuda

@@ -69,7 +69,8 @@ std::vector<codegen::KernelSource> request_gemm_kernels(const Recipe& recipe,
       }
       if (op == GemmOp::fprop && recipe[gemm_roles(GemmOp::fprop).a].occ) {
         add(codegen::occ_transpose_kernel(out, target));
-        add(codegen::occ_compensate_kernel(out, target));
+        add(codegen::occ_rows_kernel(target));
+        add(codegen::occ_compensate_kernel(out, out, target));
       }
     }
   }

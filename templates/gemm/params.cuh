@@ -51,19 +51,26 @@ struct GemmParams {
 // OCC compensation (gemm/occ_compensate.cuh).
 struct OccTransposeArgs {
   const void* w;  // [rows, cols], row stride ld elements
-  float* wt;      // [cols, rows]
+  void* wt;       // [cols, rows], W's type
   long long rows, cols, ld;
 };
 
-struct OccCompensateArgs {
+struct OccRowsArgs {
   const long long* index;  // sorted: row * K + col of A
-  const float* value;
   const long long* count;  // entries (device)
-  const float* wt;         // W^T [K, N]
-  void* d;                 // [M, ldd] of the output type
+  long long* row_ptr;      // [m + 1]: the first entry of each row, then the count
+  long long m, k;
+};
+
+struct OccCompensateArgs {
+  const long long* row_ptr;  // from occ_rows
+  const long long* index;    // sorted: row * K + col of A
+  const float* value;
+  const void* wt;  // W^T [K, N], W's type
+  void* d;         // [M, ldd] of the output type
   long long m, n, k, ldd;
   float alpha;
-  unsigned vector_ok;  // W^T rows are 16-byte aligned (N % 4 == 0)
+  unsigned vector_ok;  // W^T rows are 16-byte aligned and hold whole 8-column groups (N % 8 == 0)
 };
 
 }  // namespace fp4jit::gemm

@@ -245,16 +245,7 @@ FP4JIT_DEV void group_hadamard(float (&v)[kG]) {
 #pragma unroll
       for (int i = 0; i < kN; ++i)
         if (sign_negative<Op>(i)) v[c + i] = -v[c + i];
-#pragma unroll
-      for (int h = 1; h < kN; h <<= 1)
-#pragma unroll
-        for (int i = 0; i < kN; i += 2 * h)
-#pragma unroll
-          for (int j = i; j < i + h; ++j) {
-            const float x = v[c + j], y = v[c + j + h];
-            v[c + j] = nx::add_rn(x, y);
-            v[c + j + h] = nx::add_rn(x, -y);
-          }
+      butterflies<kN>(v, c);
       const float norm = nx::hadamard_norm(kN);
 #pragma unroll
       for (int i = 0; i < kN; ++i) v[c + i] = nx::mul_rn(v[c + i], norm);

@@ -24,6 +24,32 @@ FP4JIT_DEV bool sign_negative(int p) {
   return ((w >> (p & 31)) & 1u) != 0u;
 }
 
+// The butterflies of a Hadamard transform of kN values v[c, c + kN) in place, stage by stage
+// (h = 1, 2, 4, ...: (v[j], v[j + h]) <- (v[j] + v[j + h], v[j] - v[j + h])), the order of
+// nx::hadamard_transform. Indices are flat functions of constants, so every loop unrolls and v
+// stays in registers (nested loops bounded by h left the array in local memory).
+template <int kN>
+FP4JIT_CONSTEXPR int log2_of() {
+  int s = 0;
+  while ((1 << s) < kN) ++s;
+  return s;
+}
+template <int kN, int kLen>
+FP4JIT_DEV void butterflies(float (&v)[kLen], int c) {
+  constexpr int kStages = log2_of<kN>();
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) {
+#pragma unroll
+    for (int p = 0; p < kN / 2; ++p) {
+      const int h = 1 << s;
+      const int j = c + (((p >> s) << (s + 1)) | (p & (h - 1)));
+      const float x = v[j], y = v[j + h];
+      v[j] = nx::add_rn(x, y);
+      v[j + h] = nx::add_rn(x, -y);
+    }
+  }
+}
+
 // In-place Hadamard transform of the chunk this thread's segment belongs to; `kpos` is the
 // segment's index along K within its group (its chunk position is kpos % (had / kVec)). The
 // butterfly runs stage by stage exactly as nx::hadamard_transform; stages longer than kVec pair
@@ -36,18 +62,7 @@ FP4JIT_DEV void hadamard(float (&v)[kVec], int kpos) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e)
       if (sign_negative<Op>(seg * kVec + e)) v[e] = -v[e];
-#pragma unroll
-    for (int h = 1; h < kVec; h <<= 1) {
-#pragma unroll
-      for (int i = 0; i < kVec; i += 2 * h) {
-#pragma unroll
-        for (int j = i; j < i + h; ++j) {
-          const float a = v[j], b = v[j + h];
-          v[j] = nx::add_rn(a, b);
-          v[j + h] = nx::add_rn(a, -b);
-        }
-      }
-    }
+    butterflies<kVec>(v, 0);
 #pragma unroll
     for (int d = 1; d < kChunkSegs; d <<= 1) {
       const bool upper = (seg & d) != 0;

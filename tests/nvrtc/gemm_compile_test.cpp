@@ -74,11 +74,14 @@ TEST_P(GemmCompiles, EveryGemmOverASpreadOfConfigs) {
       ++unsupported;
     }
   }
-  if (recipe[Role::x].occ && arch == "sm_90a")
+  if (recipe[Role::x].occ && arch == "sm_90a") {
+    kernels.push_back(codegen::occ_rows_kernel(arch));
     for (DType d : {DType::bf16, DType::f32, DType::f16}) {
       kernels.push_back(codegen::occ_transpose_kernel(d, arch));
-      kernels.push_back(codegen::occ_compensate_kernel(d, arch));
+      for (DType w : {DType::bf16, DType::f32, DType::f16})
+        kernels.push_back(codegen::occ_compensate_kernel(d, w, arch));
     }
+  }
   if (kernels.empty()) GTEST_SKIP() << GetParam().preset << " has no " << arch << " GEMM kernel";
   const auto compiled = compile_sources(kernels, nullptr, 0);
   ASSERT_EQ(compiled.size(), kernels.size());
@@ -188,6 +191,8 @@ TEST(LayerKernels, ThreeGemmsAndOccKernels) {
   std::multiset<std::string> ops;
   for (const auto& k : ms) ops.insert(k.op);
   EXPECT_EQ(ops.count("gemm_sm90"), 3u);
+  EXPECT_EQ(ops.count("occ_transpose"), 1u);
+  EXPECT_EQ(ops.count("occ_rows"), 1u);
   EXPECT_EQ(ops.count("occ_compensate"), 1u);
   EXPECT_TRUE(skipped.empty());
   const auto ms100 =

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include <unistd.h>
@@ -37,7 +39,31 @@ class PresetCompiles : public testing::TestWithParam<Target> {};
 TEST_P(PresetCompiles, EveryKernelCompiles) {
   const Recipe recipe = parse_recipe(GetParam().preset);
   const std::array<DType, 1> dtypes{DType::bf16};
+  // The PTX of every kernel goes to a scratch folder (FP4JIT_DUMP), to be read below.
+  const std::filesystem::path dump =
+      std::filesystem::temp_directory_path() / ("fp4jit_ptx_" + GetParam().preset + "_" +
+                                                GetParam().arch + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dump);
+  ::setenv("FP4JIT_DUMP", dump.c_str(), 1);
   const auto compiled = compile_recipe(recipe, GetParam().arch, nullptr, dtypes, 0);
+  ::unsetenv("FP4JIT_DUMP");
+  // The quantize kernels keep their per-thread arrays in registers: a local-memory frame
+  // (__local_depot in the PTX) means an array indexed by a value known only at run time, which
+  // costs a round trip through L1/L2 per element (seen once: Hadamard butterflies in loops
+  // bounded by the stage, 30x the output's bytes of L2 writes).
+  int ptx_files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) {
+    const std::string file = e.path().filename().string();
+    if (e.path().extension() != ".ptx" || file.rfind("quantize_", 0) != 0) continue;
+    ++ptx_files;
+    std::ifstream in(e.path());
+    const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(ptx.find("__local_depot"), std::string::npos)
+        << file << " uses local memory (its source: "
+        << std::filesystem::path(e.path()).replace_extension(".cu").string() << ")";
+  }
+  EXPECT_GT(ptx_files, 0);
+  if (!HasFailure()) std::filesystem::remove_all(dump);
   std::set<std::string> ops;
   for (const auto& k : compiled) {
     EXPECT_FALSE(k.from_cache);
