@@ -248,12 +248,12 @@ class Engine:
         """Operand `role` of `recipe` quantized from x (the source tensor: X, W or dY; [..., C] is
         read as [prod(...), C]). Stochastic rounding draws element i's bits at (seed, offset + i)."""
         recipe = _recipe(recipe)
-        v = _arrays.view(x, "quantize input")
+        s = _arrays.stream_handle(stream, x)
+        v = _arrays.view(x, "quantize input", s)
         keep = [v]
         l = layout(recipe, role, v.rows, v.cols)
         q = QuantizedTensor(recipe, role, (v.rows, v.cols), l, self._alloc(x, v))
         args = self._args(seed, offset, amax, None, keep)
-        s = _arrays.stream_handle(stream, x)
         _lib.check(
             _lib.lib.fp4jit_quantize(
                 self._handle, recipe._handle, _role(role), v.ref(), q.ref(), ctypes.byref(args), s
@@ -268,13 +268,13 @@ class Engine:
         if role not in _lib.PARTNERS:
             raise Error("INVALID_ARGUMENT", "quantize_pair: role must be x, w or dy (got %r)" % (role,))
         partner = _lib.PARTNERS[role]
-        v = _arrays.view(x, "quantize_pair input")
+        s = _arrays.stream_handle(stream, x)
+        v = _arrays.view(x, "quantize_pair input", s)
         keep = [v]
         alloc = self._alloc(x, v)
         q = QuantizedTensor(recipe, role, (v.rows, v.cols), layout(recipe, role, v.rows, v.cols), alloc)
         qt = QuantizedTensor(recipe, partner, (v.rows, v.cols), layout(recipe, partner, v.rows, v.cols), alloc)
         args = self._args(seed, offset, amax, amax_transposed, keep)
-        s = _arrays.stream_handle(stream, x)
         _lib.check(
             _lib.lib.fp4jit_quantize_pair(
                 self._handle, recipe._handle, _role(role), v.ref(), q.ref(), qt.ref(), ctypes.byref(args), s
@@ -289,8 +289,8 @@ class Engine:
             raise Error("INVALID_ARGUMENT", "dequantize: expected a QuantizedTensor, got %s" % type(q).__name__)
         if out is None:
             out = q._alloc.empty(q.shape, dtype)
-        v = _arrays.view(out, "dequantize output")
         s = _arrays.stream_handle(stream, out)
+        v = _arrays.view(out, "dequantize output", s)
         rows, cols = q.source_shape
         _lib.check(
             _lib.lib.fp4jit_dequantize(
@@ -318,16 +318,16 @@ class Engine:
         if out is None:
             out = a._alloc.empty((m, n), dtype)
         keep = []
-        vo = _arrays.view(out, "gemm output")
+        s = _arrays.stream_handle(stream, out)
+        vo = _arrays.view(out, "gemm output", s)
         ep = _lib.GemmEpilogue()
         _lib.lib.fp4jit_gemm_epilogue_init(ctypes.byref(ep))
         ep.alpha, ep.beta = float(alpha), float(beta)
         for field, arr, what in (("c", c, "gemm c"), ("bias", bias, "gemm bias"), ("occ_weight", occ_weight, "gemm occ_weight")):
             if arr is not None:
-                v = _arrays.view(arr, what)
+                v = _arrays.view(arr, what, s)
                 keep.append(v)
                 setattr(ep, field, ctypes.pointer(v.struct))
-        s = _arrays.stream_handle(stream, out)
         _lib.check(
             _lib.lib.fp4jit_gemm(
                 self._handle, a.recipe._handle, _lib.GEMMS[op], a.ref(), b.ref(), m, n, k, vo.ref(), ctypes.byref(ep), s
@@ -338,11 +338,11 @@ class Engine:
     def dge(self, recipe, w, out=None, stream=None):
         """The DGE factor f'(W * sf) of the recipe's weight operand, float32, shaped like w."""
         recipe = _recipe(recipe)
-        vw = _arrays.view(w, "dge input")
+        s = _arrays.stream_handle(stream, w)
+        vw = _arrays.view(w, "dge input", s)
         if out is None:
             out = self._alloc(w, vw).empty(vw.shape, "float32")
-        vo = _arrays.view(out, "dge output")
-        s = _arrays.stream_handle(stream, w)
+        vo = _arrays.view(out, "dge output", s)
         _lib.check(_lib.lib.fp4jit_dge(self._handle, recipe._handle, vw.ref(), vo.ref(), s))
         return out
 

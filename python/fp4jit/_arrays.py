@@ -102,9 +102,17 @@ def _torch_view(t, what):
 
 
 def _dlpack_view(obj, what, stream):
-    try:
-        capsule = obj.__dlpack__(stream=stream) if stream is not None else obj.__dlpack__()
-    except TypeError:
+    # A CUDA producer makes the data ready on the consumer's stream (DLPack: 1 is the legacy
+    # default stream, which fp4jit's stream 0 is); host producers take no stream.
+    on_cuda = False
+    if hasattr(obj, "__dlpack_device__"):
+        on_cuda = obj.__dlpack_device__()[0] in (_lib.DEVICE_CUDA, _lib.DEVICE_CUDA_MANAGED)
+    if on_cuda and stream is not None:
+        try:
+            capsule = obj.__dlpack__(stream=stream or 1)
+        except TypeError:
+            capsule = obj.__dlpack__()
+    else:
         capsule = obj.__dlpack__()
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype = ctypes.c_char_p

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest python.pip_install: `pip install ./python` into a scratch folder, then the library is
-# found through FP4JIT_LIBRARY, and next to the package once copied there.
+# found through FP4JIT_LIBRARY, next to the package once copied there, and in the lib/ folder of
+# the prefix the package was installed into (as `cmake --install --prefix P` puts it).
 #   pip_install.sh PYTHON PACKAGE_DIR LIBRARY WORK
 set -euo pipefail
 python=$1 package=$2 library=$3 work=$4
@@ -17,4 +18,11 @@ cp "$library" "$work/site/fp4jit/libfp4jit.so"
 out=$(env -u FP4JIT_LIBRARY PYTHONPATH="$work/site" "$python" -c "$check" "$work/site")
 echo "$out"
 [[ $(head -1 <<<"$out") == "$work/site/fp4jit/libfp4jit.so" ]] || { echo "library not found next to the package"; exit 1; }
+"$python" -m pip install --quiet --no-deps --prefix "$work/prefix" "$work/src"
+mkdir -p "$work/prefix/lib"
+cp "$library" "$work/prefix/lib/libfp4jit.so"
+site=$(echo "$work"/prefix/lib/python3*/site-packages)
+out=$(env -u FP4JIT_LIBRARY PYTHONPATH="$site" "$python" -c "$check" "$site")
+echo "$out"
+[[ $(head -1 <<<"$out") == "$work/prefix/lib/libfp4jit.so" ]] || { echo "library not found in the prefix"; exit 1; }
 echo "ok"
