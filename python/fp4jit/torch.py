@@ -130,7 +130,7 @@ class _Plan:
 
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, layer, seeds):
+    def forward(ctx, x, weight, bias, layer, seeds, backward):
         plan = layer._plan(x.device)
         recipe, engine = plan.recipe, engine_for(x.device)
         stream = _stream(x.device)
@@ -138,8 +138,13 @@ class _LinearFunction(torch.autograd.Function):
         padded = plan.padded(tokens, x.device)
         if padded != tokens:
             x = torch.nn.functional.pad(x, (0, 0, 0, padded - tokens))
-        qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
-        qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+        if backward:  # the transposed copies for dgrad and wgrad, from the same reads
+            qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
+            qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+        else:
+            qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
+            qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
+            qxt = qwt = None
         out_dtype = x.dtype
         if x.is_cuda and torch.is_autocast_enabled("cuda"):
             out_dtype = torch.get_autocast_dtype("cuda")
@@ -185,7 +190,7 @@ class _LinearFunction(torch.autograd.Function):
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         ctx.qxt = ctx.qwt = None
-        return dx, dw, db, None, None
+        return dx, dw, db, None, None, None
 
 
 class Linear(nn.Linear):
@@ -235,7 +240,10 @@ class Linear(nn.Linear):
         x2 = x.reshape(-1, shape[-1])
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        y = _LinearFunction.apply(x2, self.weight, self.bias, self, self.seeds())
+        backward = torch.is_grad_enabled() and (
+            x2.requires_grad or self.weight.requires_grad or (self.bias is not None and self.bias.requires_grad)
+        )
+        y = _LinearFunction.apply(x2, self.weight, self.bias, self, self.seeds(), backward)
         if self.training and torch.is_grad_enabled():
             self.step += 1
         return y.reshape(*shape[:-1], self.out_features)

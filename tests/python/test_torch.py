@@ -124,8 +124,9 @@ class Training(unittest.TestCase):
         self.assertFalse(torch.equal(grads[0], grads[1]))  # dY rounds stochastically
         layer.eval()
         with torch.no_grad():
-            layer(x)
+            y_eval = layer(x)  # forward copies only
         self.assertEqual(layer.step, 2)
+        torch.testing.assert_close(y_eval, outputs[0], rtol=0, atol=0)
 
     def test_convert_keeps_parameters_and_named_layers(self):
         device = DEVICES[-1]
