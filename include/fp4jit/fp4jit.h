@@ -167,9 +167,11 @@ FP4JIT_API const char* fp4jit_preset_name(size_t index);
 
 /* How a recipe quantizes one operand (what a framework layer needs to decide its calls). */
 typedef struct fp4jit_operand_info {
-  int32_t elem_bits;           /* 4 (E2M1) or 8 (E4M3, E5M2) */
-  int32_t block_rows;          /* the scale block in the operand's K-major layout; a row-wise */
-  int32_t block_cols;          /*   block is 1 x cols, a whole-tensor scale 0 x 0 */
+  int32_t elem_bits; /* 4 (E2M1) or 8 (E4M3, E5M2) */
+  /* The scale block in the operand's K-major layout; -1 is a whole dimension (a scale per row:
+   * 1 x -1, per column: -1 x 1) and 0 x 0 one scale for the tensor. */
+  int32_t block_rows;
+  int32_t block_cols;
   int32_t two_level;           /* a per-tensor FP32 scale on top of the block scales */
   int32_t stochastic_rounding; /* the codes depend on the seed and offset */
   int32_t hadamard_size;       /* 0: no transform, else 16, 32, 64 or 128 along K */

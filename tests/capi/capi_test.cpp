@@ -141,6 +141,14 @@ TEST(CApi, RecipeCanonicalHashRoundTrip) {
   EXPECT_TRUE(x.occ);
   EXPECT_TRUE(w.dge);
   EXPECT_EQ(x.elem_bits, 4);
+  EXPECT_EQ(x.block_rows, 1);  // a scale per token
+  EXPECT_EQ(x.block_cols, -1);
+  Recipe nv("nvfp4");
+  fp4jit_operand_info nw{};
+  ASSERT_EQ(fp4jit_recipe_operand(nv.r, FP4JIT_ROLE_W, &nw), FP4JIT_OK);
+  EXPECT_EQ(nw.block_rows, 16);
+  EXPECT_EQ(nw.block_cols, 16);
+  EXPECT_TRUE(nw.two_level);
   Recipe t("tetrajet");
   fp4jit_operand_info wt{};
   ASSERT_EQ(fp4jit_recipe_operand(t.r, FP4JIT_ROLE_WT, &wt), FP4JIT_OK);
