@@ -10,7 +10,10 @@ python=$1 package=$2 library=$3 work=$4
 rm -rf "$work"
 mkdir -p "$work"
 cp -r "$package" "$work/src"  # a clean copy: no build/ or egg-info left in the source tree
-"$python" -m pip install --quiet --no-deps --target "$work/site" "$work/src"
+# With setuptools and wheel at hand (scripts/setup.sh), nothing is fetched from an index.
+pip=("$python" -m pip install --quiet --no-deps)
+if "$python" -c 'import setuptools, wheel' 2>/dev/null; then pip+=(--no-build-isolation --no-index); fi
+"${pip[@]}" --target "$work/site" "$work/src"
 cd "$work"
 check='import fp4jit, sys; print(fp4jit.library_path); assert fp4jit.__file__.startswith(sys.argv[1]), fp4jit.__file__; r = fp4jit.Recipe("nvfp4"); print(r.hash)'
 PYTHONPATH="$work/site" FP4JIT_LIBRARY="$library" "$python" -c "$check" "$work/site"
@@ -18,7 +21,7 @@ cp "$library" "$work/site/fp4jit/libfp4jit.so"
 out=$(env -u FP4JIT_LIBRARY PYTHONPATH="$work/site" "$python" -c "$check" "$work/site")
 echo "$out"
 [[ $(head -1 <<<"$out") == "$work/site/fp4jit/libfp4jit.so" ]] || { echo "library not found next to the package"; exit 1; }
-"$python" -m pip install --quiet --no-deps --prefix "$work/prefix" "$work/src"
+"${pip[@]}" --prefix "$work/prefix" "$work/src"
 mkdir -p "$work/prefix/lib"
 cp "$library" "$work/prefix/lib/libfp4jit.so"
 site=$(echo "$work"/prefix/lib/python3*/site-packages)
