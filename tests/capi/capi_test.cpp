@@ -215,6 +215,17 @@ struct PairCase {
   fp4jit_role role;
 };
 
+std::string role_name(fp4jit_role role) {
+  static const char* const names[] = {"x", "w", "dy", "wt", "dyt", "xt"};
+  return names[role];
+}
+void PrintTo(const PairCase& c, std::ostream* os) {
+  *os << c.recipe << " " << role_name(c.role);
+}
+std::string pair_case_name(const ::testing::TestParamInfo<PairCase>& param) {
+  return std::string(param.param.recipe) + "_" + role_name(param.param.role);
+}
+
 class QuantizePair : public ::testing::TestWithParam<PairCase> {};
 
 TEST_P(QuantizePair, HostEqualsReference) {
@@ -247,7 +258,8 @@ INSTANTIATE_TEST_SUITE_P(Recipes, QuantizePair,
                                            PairCase{"nvfp4", FP4JIT_ROLE_DY},
                                            PairCase{"tetrajet", FP4JIT_ROLE_W},
                                            PairCase{"msfp4", FP4JIT_ROLE_X},
-                                           PairCase{"mxfp4", FP4JIT_ROLE_DY}));
+                                           PairCase{"mxfp4", FP4JIT_ROLE_DY}),
+                         pair_case_name);
 
 TEST(CApi, DequantizeMatchesAcrossBackendsAndDtypes) {
   Recipe r("nvfp4");
