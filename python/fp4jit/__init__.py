@@ -35,6 +35,7 @@ __all__ = [
     "default_engine",
 ]
 
+__version__ = "0.1.0"
 library_path = _lib.path
 
 

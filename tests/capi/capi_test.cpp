@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,6 +182,31 @@ TEST(CApi, LastErrorIsPerThread) {
   }).join();
   EXPECT_EQ(theirs, "");
   EXPECT_EQ(fp4jit_last_error(), mine);
+}
+
+// One engine shared by threads: every call's result equals the same call made alone.
+TEST(CApi, EngineSharedBetweenThreads) {
+  Recipe r("nvfp4");
+  Matrix in(32, 64, 2.0f);
+  Quantized alone(r.r, FP4JIT_ROLE_DY, 32, 64);
+  fp4jit_quantize_args args{5, 0, nullptr, nullptr};
+  ASSERT_EQ(fp4jit_quantize(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &alone.q, &args, nullptr),
+            FP4JIT_OK);
+  std::vector<std::unique_ptr<Quantized>> outs;
+  for (int i = 0; i < 8; ++i)
+    outs.push_back(std::make_unique<Quantized>(r.r, FP4JIT_ROLE_DY, 32, 64));
+  std::vector<std::thread> threads;
+  std::vector<fp4jit_status> status(outs.size(), FP4JIT_ERROR_INTERNAL);
+  for (size_t i = 0; i < outs.size(); ++i)
+    threads.emplace_back([&, i] {
+      status[i] =
+          fp4jit_quantize(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &outs[i]->q, &args, nullptr);
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    EXPECT_EQ(status[i], FP4JIT_OK);
+    expect_same(alone, *outs[i], "thread " + std::to_string(i));
+  }
 }
 
 TEST(CApi, LayoutQuery) {
