@@ -1,31 +1,15 @@
-// The C API (include/fp4jit/fp4jit.h) over Engine. Every entry point runs its body inside
-// guard(): an fp4jit::Error becomes its status and the thread-local message, any other exception
-// FP4JIT_ERROR_INTERNAL (or OUT_OF_MEMORY); nothing propagates across the C boundary.
-#include <mutex>
-#include <new>
-#include <string>
+// The C API (include/fp4jit/fp4jit.h): the library, DLPack tensors, recipes and engines. The
+// operations are in c_ops.cpp.
+#include "capi/c_api.hpp"
 
 #include "capi/c_tensor.hpp"
-#include "core/error.hpp"
-#include "fp4jit/engine.hpp"
-#include "fp4jit/fp4jit.h"
-
-struct fp4jit_recipe {
-  fp4jit::Recipe recipe;
-  std::string canonical, hash;
-};
-
-struct fp4jit_engine {
-  fp4jit::Engine engine;
-  int device = 0;
-  std::string description;
-  std::mutex mutex;  // one call at a time: a handle may be shared between threads
-};
 
 namespace fp4jit::capi {
-namespace {
 
-thread_local std::string t_last_error;
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
 
 fp4jit_status status_of(ErrorKind kind) {
   switch (kind) {
@@ -53,38 +37,6 @@ fp4jit_status status_of(ErrorKind kind) {
   return FP4JIT_ERROR_INTERNAL;
 }
 
-template <class F>
-fp4jit_status guard(F&& body) noexcept {
-  try {
-    body();
-    return FP4JIT_OK;
-  } catch (const Error& e) {
-    try {
-      t_last_error = e.what();
-      if (!e.log().empty()) t_last_error += "\n" + e.log();
-    } catch (...) {
-    }
-    return status_of(e.kind());
-  } catch (const std::bad_alloc&) {
-    t_last_error = "out of host memory";
-    return FP4JIT_ERROR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    try {
-      t_last_error = std::string("internal error: ") + e.what();
-    } catch (...) {
-    }
-    return FP4JIT_ERROR_INTERNAL;
-  } catch (...) {
-    t_last_error = "internal error: unknown exception";
-    return FP4JIT_ERROR_INTERNAL;
-  }
-}
-
-template <class T>
-void require(const T* p, std::string_view what) {
-  if (p == nullptr) fail(ErrorKind::invalid_argument, "{} is NULL", what);
-}
-
 Role to_role(fp4jit_role r) {
   if (r < FP4JIT_ROLE_X || r > FP4JIT_ROLE_XT)
     fail(ErrorKind::invalid_argument,
@@ -99,6 +51,12 @@ GemmOp to_op(fp4jit_gemm_op op) {
          static_cast<int>(op));
   return static_cast<GemmOp>(op);
 }
+
+std::string what(std::string_view arg, Role role) {
+  return fmt::format("{} (operand {})", arg, name(role));
+}
+
+namespace {
 
 BackendKind to_backend(fp4jit_backend b) {
   switch (b) {
@@ -130,23 +88,6 @@ fp4jit_backend from_backend(BackendKind b) {
   return FP4JIT_BACKEND_AUTO;
 }
 
-QuantizeArgs to_args(const fp4jit_quantize_args* a) {
-  if (a == nullptr) return {};
-  return QuantizeArgs{a->seed, a->offset, a->amax, a->amax_transposed};
-}
-
-Role partner_of(Role role) {
-  if (role == Role::x) return Role::xt;
-  if (role == Role::w) return Role::wt;
-  if (role == Role::dy) return Role::dyt;
-  fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})", name(role));
-}
-
-// The operand's name in messages: "quantize output (operand x)".
-std::string what(std::string_view arg, Role role) {
-  return fmt::format("{} (operand {})", arg, name(role));
-}
-
 }  // namespace
 }  // namespace fp4jit::capi
 
@@ -158,11 +99,13 @@ extern "C" {
 const char* fp4jit_version(void) {
   return FP4JIT_VERSION;
 }
+
 int fp4jit_abi_version(void) {
   return FP4JIT_C_ABI_VERSION;
 }
+
 const char* fp4jit_last_error(void) {
-  return t_last_error.c_str();
+  return last_error().c_str();
 }
 
 const char* fp4jit_status_name(fp4jit_status status) {
@@ -248,12 +191,15 @@ fp4jit_status fp4jit_recipe_parse(const char* text, fp4jit_recipe** out) {
 void fp4jit_recipe_destroy(fp4jit_recipe* recipe) {
   delete recipe;
 }
+
 const char* fp4jit_recipe_canonical(const fp4jit_recipe* r) {
   return r ? r->canonical.c_str() : nullptr;
 }
+
 const char* fp4jit_recipe_hash(const fp4jit_recipe* r) {
   return r ? r->hash.c_str() : nullptr;
 }
+
 const char* fp4jit_recipe_preset(const fp4jit_recipe* r) {
   return r ? r->recipe.preset.c_str() : nullptr;
 }
@@ -261,6 +207,7 @@ const char* fp4jit_recipe_preset(const fp4jit_recipe* r) {
 size_t fp4jit_preset_count(void) {
   return presets().size();
 }
+
 const char* fp4jit_preset_name(size_t index) {
   // Preset names are string literals: NUL-terminated.
   return index < presets().size() ? presets()[index].name.data() : nullptr;
@@ -358,120 +305,6 @@ fp4jit_status fp4jit_engine_backend(const fp4jit_engine* engine, fp4jit_backend*
 
 const char* fp4jit_engine_description(const fp4jit_engine* engine) {
   return engine ? engine->description.c_str() : nullptr;
-}
-
-fp4jit_status fp4jit_quantize(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_role role,
-                              const fp4jit_tensor* in, const fp4jit_quantized* out,
-                              const fp4jit_quantize_args* args, void* stream) {
-  return guard([&] {
-    require(engine, "engine");
-    require(recipe, "recipe");
-    const Role r = to_role(role);
-    const BackendKind b = engine->engine.backend();
-    const TensorView v = to_view(in, what("quantize input", r), b, engine->device);
-    const QuantLayout l = quant_layout(recipe->recipe, r, v.rows, v.cols);
-    const QuantizedView q = to_quantized(out, l, recipe->recipe[r].occ, what("quantize output", r));
-    std::lock_guard lock(engine->mutex);
-    engine->engine.quantize(recipe->recipe, r, v, q, to_args(args), stream);
-  });
-}
-
-fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4jit_recipe* recipe,
-                                   fp4jit_role role, const fp4jit_tensor* in,
-                                   const fp4jit_quantized* out,
-                                   const fp4jit_quantized* out_transposed,
-                                   const fp4jit_quantize_args* args, void* stream) {
-  return guard([&] {
-    require(engine, "engine");
-    require(recipe, "recipe");
-    const Role r = to_role(role), t = partner_of(r);
-    const BackendKind b = engine->engine.backend();
-    const TensorView v = to_view(in, what("quantize_pair input", r), b, engine->device);
-    const Recipe& rc = recipe->recipe;
-    const QuantizedView q = to_quantized(out, quant_layout(rc, r, v.rows, v.cols), rc[r].occ,
-                                         what("quantize_pair output", r));
-    const QuantizedView qt = to_quantized(out_transposed, quant_layout(rc, t, v.rows, v.cols),
-                                          rc[t].occ, what("quantize_pair transposed output", t));
-    std::lock_guard lock(engine->mutex);
-    engine->engine.quantize_pair(rc, r, v, q, qt, to_args(args), stream);
-  });
-}
-
-fp4jit_status fp4jit_dequantize(fp4jit_engine* engine, const fp4jit_recipe* recipe,
-                                fp4jit_role role, const fp4jit_quantized* in, int64_t source_rows,
-                                int64_t source_cols, const fp4jit_tensor* out, void* stream) {
-  return guard([&] {
-    require(engine, "engine");
-    require(recipe, "recipe");
-    const Role r = to_role(role);
-    const QuantLayout l = quant_layout(recipe->recipe, r, source_rows, source_cols);
-    // The residual is not read: OCC buffers are optional here.
-    QuantizedView q = to_quantized(in, l, false, what("dequantize input", r));
-    std::int64_t zero = 0;
-    if (recipe->recipe[r].occ) q.residual_count = &zero;
-    const TensorView v =
-        to_view(out, what("dequantize output", r), engine->engine.backend(), engine->device);
-    std::lock_guard lock(engine->mutex);
-    engine->engine.dequantize(recipe->recipe, r, q, source_rows, source_cols, v, stream);
-  });
-}
-
-void fp4jit_gemm_epilogue_init(fp4jit_gemm_epilogue* epilogue) {
-  if (epilogue != nullptr) *epilogue = fp4jit_gemm_epilogue{1.0f, 0.0f, nullptr, nullptr, nullptr};
-}
-
-fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_gemm_op op,
-                          const fp4jit_quantized* a, const fp4jit_quantized* b, int64_t m,
-                          int64_t n, int64_t k, const fp4jit_tensor* out,
-                          const fp4jit_gemm_epilogue* epilogue, void* stream) {
-  return guard([&] {
-    require(engine, "engine");
-    require(recipe, "recipe");
-    const GemmOp o = to_op(op);
-    const GemmShape shape{m, n, k};
-    if (m <= 0 || n <= 0 || k <= 0)
-      fail(ErrorKind::invalid_argument, "gemm {}: M, N and K must be positive, got {}", name(o),
-           gemm_shape_text(shape));
-    const Recipe& rc = recipe->recipe;
-    const GemmLayouts l = gemm_layouts(rc, o, shape);
-    const GemmRoles roles = gemm_roles(o);
-    const BackendKind bk = engine->engine.backend();
-    const int dev = engine->device;
-    const bool occ = epilogue != nullptr && epilogue->occ_weight != nullptr;
-    const std::string op_name(name(o));
-    const QuantizedView qa =
-        to_quantized(a, l.a, occ && rc[roles.a].occ, what("gemm " + op_name + " A", roles.a));
-    const QuantizedView qb = to_quantized(b, l.b, false, what("gemm " + op_name + " B", roles.b));
-    const TensorView vo = to_view(out, "gemm output", bk, dev);
-    GemmEpilogue e;
-    if (epilogue != nullptr) {
-      e.alpha = epilogue->alpha;
-      e.beta = epilogue->beta;
-      if (epilogue->c != nullptr)
-        e.c = to_view(epilogue->c, "gemm epilogue c", bk, dev);
-      else if (epilogue->beta != 0.0f)
-        fail(ErrorKind::invalid_argument, "gemm: beta is {} but the epilogue's c is NULL",
-             epilogue->beta);
-      if (epilogue->bias != nullptr)
-        e.bias = to_vector_f32(epilogue->bias, "gemm epilogue bias", n, bk, dev);
-      if (occ) e.occ_weight = to_view(epilogue->occ_weight, "gemm epilogue occ_weight", bk, dev);
-    }
-    std::lock_guard lock(engine->mutex);
-    engine->engine.gemm(rc, o, qa, qb, shape, vo, e, stream);
-  });
-}
-
-fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* recipe, const fp4jit_tensor* w,
-                         const fp4jit_tensor* out, void* stream) {
-  return guard([&] {
-    require(engine, "engine");
-    require(recipe, "recipe");
-    const BackendKind b = engine->engine.backend();
-    const TensorView vw = to_view(w, "dge input (the weight W)", b, engine->device);
-    const TensorView vo = to_view(out, "dge output", b, engine->device);
-    std::lock_guard lock(engine->mutex);
-    engine->engine.dge(recipe->recipe, vw, vo, stream);
-  });
 }
 
 }  // extern "C"
