@@ -273,8 +273,8 @@ def convert(model, recipe, keep=None, seed=0):
     linears = [(n, m) for n, m in model.named_modules() if type(m) is nn.Linear]
     if keep is None:
         kept = set()
-    elif isinstance(keep, int):
-        kept = {n for n, _ in linears[len(linears) - keep:]} if keep > 0 else set()
+    elif isinstance(keep, int) and not isinstance(keep, bool):
+        kept = {n for n, _ in linears[max(0, len(linears) - keep):]} if keep > 0 else set()
     elif callable(keep):
         kept = {n for n, m in linears if keep(n, m)}
     else:

@@ -151,6 +151,9 @@ class Training(unittest.TestCase):
         model2 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
         fp4.convert(model2, "nvfp4", keep=2)
         self.assertEqual([type(m) is fp4.Linear for m in model2], [True, False, False])
+        model3 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+        fp4.convert(model3, "nvfp4", keep=5)  # more than there are: all kept
+        self.assertEqual([type(m) is fp4.Linear for m in model3], [False, False])
 
     @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
     def test_runs_on_the_current_stream(self):
