@@ -257,6 +257,8 @@ def _fits(recipe, linear):
         _Plan(recipe, linear.in_features, linear.out_features)
         return None
     except fp4jit.Error as e:
+        if e.status != "INVALID_ARGUMENT":  # the recipe itself, not this layer's shape
+            raise
         return str(e)
 
 
@@ -277,9 +279,14 @@ def convert(model, recipe, keep=None, seed=0):
         kept = {n for n, _ in linears[max(0, len(linears) - keep):]} if keep > 0 else set()
     elif callable(keep):
         kept = {n for n, m in linears if keep(n, m)}
-    else:
+    elif isinstance(keep, (str, list, tuple, set)):
         patterns = [keep] if isinstance(keep, str) else list(keep)
         kept = {n for n, _ in linears if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+    else:
+        raise TypeError(
+            "fp4jit.torch.convert: keep must be an int, a name or glob pattern, a list of them, or a "
+            "callable (name, module) -> bool; got %r" % (keep,)
+        )
     for index, (name, module) in enumerate(linears):
         if name in kept:
             continue
