@@ -2,8 +2,8 @@
 # Installs what fp4jit needs to build and test on Debian 12 (bookworm). Idempotent: packages
 # already present are not touched, and apt is skipped entirely when nothing is missing.
 #   - Debian packages (apt-get, through sudo when not root)
-#   - numpy and ml_dtypes for the Python interop test (pip; a warning if that fails: the test
-#     is then skipped)
+#   - numpy and ml_dtypes for the Python tests, setuptools and wheel to build the Python package
+#     without fetching anything (pip; a warning if that fails: the tests are then skipped)
 #   - a warning (not an error) when the CUDA toolkit is absent from /usr/local/cuda
 set -euo pipefail
 
@@ -44,17 +44,19 @@ install_python_modules() {
     warn "python3 not found: the Python interop test will be skipped"
     return
   fi
-  if "$python" -c 'import numpy, ml_dtypes' 2>/dev/null; then
-    say "python3 has numpy and ml_dtypes"
+  local modules=(numpy ml_dtypes setuptools wheel) import
+  import="import $(IFS=,; echo "${modules[*]}")"
+  if "$python" -c "$import" 2>/dev/null; then
+    say "python3 has ${modules[*]}"
     return
   fi
-  say "installing numpy and ml_dtypes for $python (pip, user site)"
+  say "installing ${modules[*]} for $python (pip, user site)"
   # Debian's Python refuses pip installs outside a virtual environment (PEP 668) unless told.
-  if "$python" -m pip install --user --quiet numpy ml_dtypes 2>/dev/null ||
-    "$python" -m pip install --user --quiet --break-system-packages numpy ml_dtypes; then
-    "$python" -c 'import numpy, ml_dtypes' 2>/dev/null && return
+  if "$python" -m pip install --user --quiet "${modules[@]}" 2>/dev/null ||
+    "$python" -m pip install --user --quiet --break-system-packages "${modules[@]}"; then
+    "$python" -c "$import" 2>/dev/null && return
   fi
-  warn "could not install numpy and ml_dtypes: the Python interop test will be skipped"
+  warn "could not install ${modules[*]}: the Python tests will be skipped"
 }
 
 check_cuda() {

@@ -1,0 +1,143 @@
+// The C API's operations: quantize, quantize_pair, dequantize, gemm and dge. Each converts and
+// checks its arguments (c_tensor.hpp), then calls the Engine with the handle's lock held.
+#include "capi/c_api.hpp"
+#include "capi/c_tensor.hpp"
+
+namespace fp4jit::capi {
+namespace {
+
+QuantizeArgs to_args(const fp4jit_quantize_args* a) {
+  if (a == nullptr) return {};
+  return QuantizeArgs{a->seed, a->offset, a->amax, a->amax_transposed};
+}
+
+Role partner_of(Role role) {
+  if (role == Role::x) return Role::xt;
+  if (role == Role::w) return Role::wt;
+  if (role == Role::dy) return Role::dyt;
+  fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})", name(role));
+}
+
+}  // namespace
+}  // namespace fp4jit::capi
+
+using namespace fp4jit;
+using namespace fp4jit::capi;
+
+extern "C" {
+
+fp4jit_status fp4jit_quantize(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_role role,
+                              const fp4jit_tensor* in, const fp4jit_quantized* out,
+                              const fp4jit_quantize_args* args, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const Role r = to_role(role);
+    const BackendKind b = engine->engine.backend();
+    const TensorView v = to_view(in, what("quantize input", r), b, engine->device);
+    const QuantLayout l = quant_layout(recipe->recipe, r, v.rows, v.cols);
+    const QuantizedView q = to_quantized(out, l, recipe->recipe[r].occ, what("quantize output", r));
+    std::lock_guard lock(engine->mutex);
+    engine->engine.quantize(recipe->recipe, r, v, q, to_args(args), stream);
+  });
+}
+
+fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                   fp4jit_role role, const fp4jit_tensor* in,
+                                   const fp4jit_quantized* out,
+                                   const fp4jit_quantized* out_transposed,
+                                   const fp4jit_quantize_args* args, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const Role r = to_role(role), t = partner_of(r);
+    const BackendKind b = engine->engine.backend();
+    const TensorView v = to_view(in, what("quantize_pair input", r), b, engine->device);
+    const Recipe& rc = recipe->recipe;
+    const QuantizedView q = to_quantized(out, quant_layout(rc, r, v.rows, v.cols), rc[r].occ,
+                                         what("quantize_pair output", r));
+    const QuantizedView qt = to_quantized(out_transposed, quant_layout(rc, t, v.rows, v.cols),
+                                          rc[t].occ, what("quantize_pair transposed output", t));
+    std::lock_guard lock(engine->mutex);
+    engine->engine.quantize_pair(rc, r, v, q, qt, to_args(args), stream);
+  });
+}
+
+fp4jit_status fp4jit_dequantize(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                fp4jit_role role, const fp4jit_quantized* in, int64_t source_rows,
+                                int64_t source_cols, const fp4jit_tensor* out, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const Role r = to_role(role);
+    const QuantLayout l = quant_layout(recipe->recipe, r, source_rows, source_cols);
+    // The residual is not read: OCC buffers are optional here.
+    QuantizedView q = to_quantized(in, l, false, what("dequantize input", r));
+    std::int64_t zero = 0;
+    if (recipe->recipe[r].occ) q.residual_count = &zero;
+    const TensorView v =
+        to_view(out, what("dequantize output", r), engine->engine.backend(), engine->device);
+    std::lock_guard lock(engine->mutex);
+    engine->engine.dequantize(recipe->recipe, r, q, source_rows, source_cols, v, stream);
+  });
+}
+
+void fp4jit_gemm_epilogue_init(fp4jit_gemm_epilogue* epilogue) {
+  if (epilogue != nullptr) *epilogue = fp4jit_gemm_epilogue{1.0f, 0.0f, nullptr, nullptr, nullptr};
+}
+
+fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_gemm_op op,
+                          const fp4jit_quantized* a, const fp4jit_quantized* b, int64_t m,
+                          int64_t n, int64_t k, const fp4jit_tensor* out,
+                          const fp4jit_gemm_epilogue* epilogue, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const GemmOp o = to_op(op);
+    const GemmShape shape{m, n, k};
+    if (m <= 0 || n <= 0 || k <= 0)
+      fail(ErrorKind::invalid_argument, "gemm {}: M, N and K must be positive, got {}", name(o),
+           gemm_shape_text(shape));
+    const Recipe& rc = recipe->recipe;
+    const GemmLayouts l = gemm_layouts(rc, o, shape);
+    const GemmRoles roles = gemm_roles(o);
+    const BackendKind bk = engine->engine.backend();
+    const int dev = engine->device;
+    const bool occ = epilogue != nullptr && epilogue->occ_weight != nullptr;
+    const std::string op_name(name(o));
+    const QuantizedView qa =
+        to_quantized(a, l.a, occ && rc[roles.a].occ, what("gemm " + op_name + " A", roles.a));
+    const QuantizedView qb = to_quantized(b, l.b, false, what("gemm " + op_name + " B", roles.b));
+    const TensorView vo = to_view(out, "gemm output", bk, dev);
+    GemmEpilogue e;
+    if (epilogue != nullptr) {
+      e.alpha = epilogue->alpha;
+      e.beta = epilogue->beta;
+      if (epilogue->c != nullptr)
+        e.c = to_view(epilogue->c, "gemm epilogue c", bk, dev);
+      else if (epilogue->beta != 0.0f)
+        fail(ErrorKind::invalid_argument, "gemm: beta is {} but the epilogue's c is NULL",
+             epilogue->beta);
+      if (epilogue->bias != nullptr)
+        e.bias = to_vector_f32(epilogue->bias, "gemm epilogue bias", n, bk, dev);
+      if (occ) e.occ_weight = to_view(epilogue->occ_weight, "gemm epilogue occ_weight", bk, dev);
+    }
+    std::lock_guard lock(engine->mutex);
+    engine->engine.gemm(rc, o, qa, qb, shape, vo, e, stream);
+  });
+}
+
+fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* recipe, const fp4jit_tensor* w,
+                         const fp4jit_tensor* out, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const BackendKind b = engine->engine.backend();
+    const TensorView vw = to_view(w, "dge input (the weight W)", b, engine->device);
+    const TensorView vo = to_view(out, "dge output", b, engine->device);
+    std::lock_guard lock(engine->mutex);
+    engine->engine.dge(recipe->recipe, vw, vo, stream);
+  });
+}
+
+}  // extern "C"

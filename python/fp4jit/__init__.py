@@ -1,0 +1,403 @@
+"""fp4jit: FP4 quantize, dequantize and GEMM kernels generated per recipe (Python over the C API).
+
+    import numpy as np, fp4jit
+    recipe = fp4jit.Recipe("nvfp4")
+    engine = fp4jit.Engine("host")                    # "cuda" for device arrays, "reference"
+    qx, qxt = engine.quantize_pair(recipe, "x", x)    # X for fprop and X^T for wgrad, one read
+    qw = engine.quantize(recipe, "w", w)
+    y = engine.gemm("fprop", qx, qw)                  # Y = X W^T from the FP4 operands
+
+Operands (roles) of a linear layer Y = X W^T, X [tokens, in], W [out, in]: x, w (fprop), dy, wt
+(dgrad), dyt, xt (wgrad); each role is quantized from the tensor as given (X, W or dY).
+"""
+
+import ctypes
+import types
+
+from . import _arrays, _lib
+from ._lib import Error, LibraryNotFound  # noqa: F401
+
+__all__ = [
+    "Error",
+    "Recipe",
+    "Engine",
+    "QuantizedTensor",
+    "Layout",
+    "presets",
+    "version",
+    "library_path",
+    "layout",
+    "quantize",
+    "quantize_pair",
+    "dequantize",
+    "gemm",
+    "dge",
+    "default_engine",
+]
+
+__version__ = "0.1.0"
+library_path = _lib.path
+
+
+def version():
+    """The library's version ("0.1.0")."""
+    return _lib.lib.fp4jit_version().decode()
+
+
+def presets():
+    """The preset recipe names."""
+    n = _lib.lib.fp4jit_preset_count()
+    return [_lib.lib.fp4jit_preset_name(i).decode() for i in range(n)]
+
+
+def _role(role):
+    if role not in _lib.ROLES:
+        raise Error("INVALID_ARGUMENT", "unknown role %r (valid: %s)" % (role, ", ".join(_lib.ROLES)))
+    return _lib.ROLES[role]
+
+
+class Recipe:
+    """A quantization recipe: "preset[:key=value,...]" (e.g. "nvfp4", "msfp4:occ=0.97")."""
+
+    def __init__(self, text):
+        if isinstance(text, Recipe):
+            text = text.canonical
+        if not isinstance(text, str):
+            raise Error("INVALID_ARGUMENT", "recipe: expected a string, got %s" % type(text).__name__)
+        handle = ctypes.c_void_p()
+        _lib.check(_lib.lib.fp4jit_recipe_parse(text.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        self.text = text
+        self.canonical = _lib.lib.fp4jit_recipe_canonical(handle).decode()
+        self.hash = _lib.lib.fp4jit_recipe_hash(handle).decode()
+        self.preset = _lib.lib.fp4jit_recipe_preset(handle).decode()
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle and _lib is not None and _lib.lib is not None:
+            _lib.lib.fp4jit_recipe_destroy(handle)
+            self._handle = None
+
+    def operand(self, role):
+        """How the recipe quantizes `role`: elem_bits, block_rows, block_cols, two_level,
+        stochastic_rounding, hadamard_size, occ, dge, requant, qema."""
+        info = _lib.OperandInfo()
+        _lib.check(_lib.lib.fp4jit_recipe_operand(self._handle, _role(role), ctypes.byref(info)))
+        out = {name: int(getattr(info, name)) for name, _ in _lib.OperandInfo._fields_}
+        for flag in ("two_level", "stochastic_rounding", "occ", "dge", "requant", "qema"):
+            out[flag] = bool(out[flag])
+        return types.SimpleNamespace(**out)
+
+    def layout(self, role, rows, cols):
+        """The buffers operand `role` of a [rows, cols] source tensor needs."""
+        return layout(self, role, rows, cols)
+
+    def __eq__(self, other):
+        return isinstance(other, Recipe) and other.hash == self.hash
+
+    def __hash__(self):
+        return hash(self.hash)
+
+    def __repr__(self):
+        return "Recipe(%r)" % self.text
+
+
+def _recipe(r):
+    return r if isinstance(r, Recipe) else Recipe(r)
+
+
+class Layout(types.SimpleNamespace):
+    """rows, cols (the operand, K-major), row_bytes, code_bytes, scale_rows, scale_cols,
+    scale_count, scale_is_code, two_level, scale_bytes, occ, transposed, residual_capacity."""
+
+
+def layout(recipe, role, rows, cols):
+    recipe = _recipe(recipe)
+    l = _lib.Layout()
+    _lib.check(
+        _lib.lib.fp4jit_layout_query(recipe._handle, _role(role), int(rows), int(cols), ctypes.byref(l))
+    )
+    out = {name: int(getattr(l, name)) for name, _ in _lib.Layout._fields_}
+    for flag in ("scale_is_code", "two_level", "occ", "transposed"):
+        out[flag] = bool(out[flag])
+    return Layout(**out)
+
+
+class QuantizedTensor:
+    """A quantized operand: arrays in the memory of the engine that made it.
+
+    codes         uint8 [rows, row_bytes]; E2M1 two per byte, element 2i in the low nibble
+    scales        [scale_rows, scale_cols]: uint8 codes (e8m0, ue4m3, ue5m3) or float32
+    tensor_scale  float32 [1]: s_enc of two-level recipes (value = code * scale / s_enc)
+    amax          float32 [1]: the operand's largest finite |value|
+    residual_*    OCC operands: index int64 / value float32 [capacity], count int64 [1];
+                  residual() gives the filled part
+    """
+
+    def __init__(self, recipe, role, source_shape, layout_, alloc):
+        self.recipe = recipe
+        self.role = role
+        self.source_shape = tuple(source_shape)
+        self.layout = layout_
+        self.shape = (layout_.rows, layout_.cols)
+        self._alloc = alloc
+        l = layout_
+        self.codes = alloc.empty((l.rows, l.row_bytes), "uint8")
+        self.scales = alloc.empty((l.scale_rows, l.scale_cols), "uint8" if l.scale_is_code else "float32")
+        self.tensor_scale = alloc.empty((1,), "float32")
+        self.amax = alloc.empty((1,), "float32")
+        cap = max(l.residual_capacity, 1) if l.occ else 0
+        self.residual_index = alloc.empty((cap,), "int64") if l.occ else None
+        self.residual_value = alloc.empty((cap,), "float32") if l.occ else None
+        self.residual_count = alloc.empty((1,), "int64") if l.occ else None
+        p = alloc.pointer
+        self.struct = _lib.Quantized(
+            p(self.codes),
+            l.code_bytes,
+            p(self.scales),
+            l.scale_bytes,
+            p(self.tensor_scale),
+            p(self.amax),
+            p(self.residual_index) if l.occ else None,
+            p(self.residual_value) if l.occ else None,
+            p(self.residual_count) if l.occ else None,
+            cap,
+        )
+
+    def ref(self):
+        return ctypes.byref(self.struct)
+
+    def residual(self):
+        """(index, value) of the OCC residual, trimmed to the entries written; None without OCC.
+        Reading the count waits for the device."""
+        if not self.layout.occ:
+            return None
+        count = int(self._alloc.to_numpy(self.residual_count)[0])
+        return self.residual_index[:count], self.residual_value[:count]
+
+    def numpy(self):
+        """A dict of NumPy arrays (copied from the device where needed), residual trimmed."""
+        a = self._alloc.to_numpy
+        out = {"codes": a(self.codes), "scales": a(self.scales), "amax": a(self.amax)}
+        if self.layout.two_level:
+            out["tensor_scale"] = a(self.tensor_scale)
+        if self.layout.occ:
+            index, value = self.residual()
+            out["residual_index"], out["residual_value"] = a(index), a(value)
+        return out
+
+    def __repr__(self):
+        return "QuantizedTensor(role=%s, shape=%s, recipe=%r)" % (self.role, self.shape, self.recipe.text)
+
+
+class Engine:
+    """Quantize, dequantize and GEMM on one backend: "auto" (cuda where a GPU is present, else
+    host), "cuda" (device arrays), "host" (CPU JIT; NumPy arrays) or "reference" (golden model)."""
+
+    def __init__(self, backend="auto", device=0, cache_path=None, use_cache=True):
+        if backend not in _lib.BACKENDS:
+            raise Error(
+                "INVALID_ARGUMENT", "unknown backend %r (valid: %s)" % (backend, ", ".join(_lib.BACKENDS))
+            )
+        opts = _lib.EngineOptions()
+        _lib.lib.fp4jit_engine_options_init(ctypes.byref(opts))
+        opts.backend = _lib.BACKENDS[backend]
+        opts.device = int(device)
+        opts.cache_path = cache_path.encode() if cache_path else None
+        opts.use_cache = 1 if use_cache else 0
+        handle = ctypes.c_void_p()
+        _lib.check(_lib.lib.fp4jit_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
+        self._handle = handle
+        kind = ctypes.c_int()
+        _lib.check(_lib.lib.fp4jit_engine_backend(handle, ctypes.byref(kind)))
+        self.backend = _lib.BACKEND_NAMES[kind.value]
+        self.device = int(device)
+        self.description = _lib.lib.fp4jit_engine_description(handle).decode()
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle and _lib is not None and _lib.lib is not None:
+            _lib.lib.fp4jit_engine_destroy(handle)
+            self._handle = None
+
+    def __repr__(self):
+        return "Engine(%r: %s)" % (self.backend, self.description)
+
+    # ---- helpers ----
+
+    def _alloc(self, obj, v):
+        return _arrays.allocator_for(obj, v)
+
+    def _args(self, seed, offset, amax, amax_transposed, keep):
+        args = _lib.QuantizeArgs(int(seed) & (2**64 - 1), int(offset) & (2**64 - 1), None, None)
+        if amax is not None:
+            v = _arrays.view(amax, "amax")
+            keep.append(v)
+            args.amax = v.struct.data
+        if amax_transposed is not None:
+            v = _arrays.view(amax_transposed, "amax_transposed")
+            keep.append(v)
+            args.amax_transposed = v.struct.data
+        return args
+
+    # ---- operations ----
+
+    def layout(self, recipe, role, rows, cols):
+        return layout(recipe, role, rows, cols)
+
+    def quantize(self, recipe, role, x, seed=0, offset=0, amax=None, stream=None):
+        """Operand `role` of `recipe` quantized from x (the source tensor: X, W or dY; [..., C] is
+        read as [prod(...), C]). Stochastic rounding draws element i's bits at (seed, offset + i)."""
+        recipe = _recipe(recipe)
+        s = _arrays.stream_handle(stream, x)
+        v = _arrays.view(x, "quantize input", s)
+        keep = [v]
+        l = layout(recipe, role, v.rows, v.cols)
+        q = QuantizedTensor(recipe, role, (v.rows, v.cols), l, self._alloc(x, v))
+        args = self._args(seed, offset, amax, None, keep)
+        _lib.check(
+            _lib.lib.fp4jit_quantize(
+                self._handle, recipe._handle, _role(role), v.ref(), q.ref(), ctypes.byref(args), s
+            )
+        )
+        return q
+
+    def quantize_pair(self, recipe, role, x, seed=0, offset=0, amax=None, amax_transposed=None, stream=None):
+        """Both copies of a tensor from one read: role (x, w or dy) and its transposed partner (xt,
+        wt or dyt). Returns (row-wise, transposed)."""
+        recipe = _recipe(recipe)
+        if role not in _lib.PARTNERS:
+            raise Error("INVALID_ARGUMENT", "quantize_pair: role must be x, w or dy (got %r)" % (role,))
+        partner = _lib.PARTNERS[role]
+        s = _arrays.stream_handle(stream, x)
+        v = _arrays.view(x, "quantize_pair input", s)
+        keep = [v]
+        alloc = self._alloc(x, v)
+        q = QuantizedTensor(recipe, role, (v.rows, v.cols), layout(recipe, role, v.rows, v.cols), alloc)
+        qt = QuantizedTensor(recipe, partner, (v.rows, v.cols), layout(recipe, partner, v.rows, v.cols), alloc)
+        args = self._args(seed, offset, amax, amax_transposed, keep)
+        _lib.check(
+            _lib.lib.fp4jit_quantize_pair(
+                self._handle, recipe._handle, _role(role), v.ref(), q.ref(), qt.ref(), ctypes.byref(args), s
+            )
+        )
+        return q, qt
+
+    def dequantize(self, q, dtype="float32", out=None, stream=None):
+        """The operand's values [rows, cols] in its own K-major layout and transformed domain (what
+        the GEMM multiplies; the OCC residual not added)."""
+        if not isinstance(q, QuantizedTensor):
+            raise Error("INVALID_ARGUMENT", "dequantize: expected a QuantizedTensor, got %s" % type(q).__name__)
+        if out is None:
+            out = q._alloc.empty(q.shape, dtype)
+        s = _arrays.stream_handle(stream, out)
+        v = _arrays.view(out, "dequantize output", s)
+        rows, cols = q.source_shape
+        _lib.check(
+            _lib.lib.fp4jit_dequantize(
+                self._handle, q.recipe._handle, _role(q.role), q.ref(), rows, cols, v.ref(), s
+            )
+        )
+        return out
+
+    def gemm(self, op, a, b, out=None, dtype="float32", alpha=1.0, beta=0.0, c=None, bias=None,
+             occ_weight=None, stream=None):
+        """out [M, N] = alpha * (deq(a) deq(b)^T [+ R occ_weight^T]) [+ bias] [+ beta * c] for
+        op fprop (a: x, b: w), dgrad (dy, wt) or wgrad (dyt, xt). bias: float32 [N]; occ_weight:
+        the weight in high precision [N, K] for OCC compensation (a's recipe has occ)."""
+        if op not in _lib.GEMMS:
+            raise Error("INVALID_ARGUMENT", "unknown GEMM %r (valid: fprop, dgrad, wgrad)" % (op,))
+        for name, q in (("a", a), ("b", b)):
+            if not isinstance(q, QuantizedTensor):
+                raise Error("INVALID_ARGUMENT", "gemm: %s must be a QuantizedTensor, got %s" % (name, type(q).__name__))
+        if a.recipe != b.recipe:
+            raise Error(
+                "INVALID_ARGUMENT", "gemm: a (%s) and b (%s) were quantized with different recipes" % (a.recipe.text, b.recipe.text)
+            )
+        m, k = a.shape
+        n = b.shape[0]
+        if out is None:
+            out = a._alloc.empty((m, n), dtype)
+        keep = []
+        s = _arrays.stream_handle(stream, out)
+        vo = _arrays.view(out, "gemm output", s)
+        ep = _lib.GemmEpilogue()
+        _lib.lib.fp4jit_gemm_epilogue_init(ctypes.byref(ep))
+        ep.alpha, ep.beta = float(alpha), float(beta)
+        for field, arr, what in (("c", c, "gemm c"), ("bias", bias, "gemm bias"), ("occ_weight", occ_weight, "gemm occ_weight")):
+            if arr is not None:
+                v = _arrays.view(arr, what, s)
+                keep.append(v)
+                setattr(ep, field, ctypes.pointer(v.struct))
+        _lib.check(
+            _lib.lib.fp4jit_gemm(
+                self._handle, a.recipe._handle, _lib.GEMMS[op], a.ref(), b.ref(), m, n, k, vo.ref(), ctypes.byref(ep), s
+            )
+        )
+        return out
+
+    def dge(self, recipe, w, out=None, stream=None):
+        """The DGE factor f'(W * sf) of the recipe's weight operand, float32, shaped like w."""
+        recipe = _recipe(recipe)
+        s = _arrays.stream_handle(stream, w)
+        vw = _arrays.view(w, "dge input", s)
+        if out is None:
+            out = self._alloc(w, vw).empty(vw.shape, "float32")
+        vo = _arrays.view(out, "dge output", s)
+        _lib.check(_lib.lib.fp4jit_dge(self._handle, recipe._handle, vw.ref(), vo.ref(), s))
+        return out
+
+
+_engines = {}
+
+
+def default_engine(x=None):
+    """The engine for arrays like x: host memory -> "host" (the reference where this build has
+    no host backend), device memory -> "cuda" on the array's device. One per process and place."""
+    if x is None:
+        return _engine_for(_lib.DEVICE_CPU, 0)
+    v = _arrays.view(x, "array")
+    return _engine_for(v.device, v.device_id)
+
+
+def _engine_for(device, device_id):
+    on_host = device in (_lib.DEVICE_CPU, _lib.DEVICE_CUDA_HOST)
+    key = ("host", 0) if on_host else ("cuda", device_id)
+    e = _engines.get(key)
+    if e is None:
+        if key[0] == "cuda":
+            e = Engine("cuda", device=device_id)
+        else:
+            try:
+                e = Engine("host")
+            except Error as err:
+                if err.status != "UNSUPPORTED":
+                    raise
+                e = Engine("reference")
+        _engines[key] = e
+    return e
+
+
+def quantize(recipe, role, x, **kwargs):
+    """Engine.quantize on the default engine for x."""
+    return default_engine(x).quantize(recipe, role, x, **kwargs)
+
+
+def quantize_pair(recipe, role, x, **kwargs):
+    """Engine.quantize_pair on the default engine for x."""
+    return default_engine(x).quantize_pair(recipe, role, x, **kwargs)
+
+
+def dequantize(q, **kwargs):
+    """Engine.dequantize on the default engine for q's memory."""
+    return _engine_for(q._alloc.device, q._alloc.device_id).dequantize(q, **kwargs)
+
+
+def gemm(op, a, b, **kwargs):
+    """Engine.gemm on the default engine for the operands' memory."""
+    return _engine_for(a._alloc.device, a._alloc.device_id).gemm(op, a, b, **kwargs)
+
+
+def dge(recipe, w, **kwargs):
+    """Engine.dge on the default engine for w."""
+    return default_engine(w).dge(recipe, w, **kwargs)

@@ -1,0 +1,310 @@
+"""PyTorch FP4 linear layers over fp4jit.
+
+    import fp4jit.torch as fp4
+    layer = fp4.Linear(4096, 4096, recipe="nvfp4", device="cuda", dtype=torch.bfloat16)
+    model = fp4.convert(model, "msfp4", keep=2)      # keep the last 2 linear layers in BF16
+
+A Linear's forward and backward run the three GEMMs of Y = X W^T exactly as the recipe says for
+each of its six operands:
+  fprop  Y  = Q(X; x)  Q(W; w)^T   [+ R_x W^T: msfp4's OCC compensation] [+ bias]
+  dgrad  dX = Q(dY; dy) Q(W; wt)^T
+  wgrad  dW = Q(dY; dyt) Q(X; xt)^T  [x f'(W): msfp4's DGE]
+X, W and dY are each read once for both of their copies (quantize_pair); TetraJet's transposed
+copies are re-quantized from the dequantized forward ones inside that call (src=requant);
+Hadamard transforms and stochastic rounding happen where the recipe puts them, with seeds that
+depend on the layer and advance every training step. Kernels run on PyTorch's current CUDA stream
+(the host backend for CPU tensors). Weights and their gradients keep the parameter's dtype, dX the
+input's, Y the input's (or autocast's) dtype; GEMMs accumulate in FP32.
+
+Token counts that the recipe's blocks along the token axis do not divide are padded with zero
+rows (which change no block scale, tensor scale or OCC quantile of the real rows).
+"""
+
+import fnmatch
+import itertools
+import warnings
+
+import torch
+from torch import nn
+
+import fp4jit
+from . import _lib
+
+__all__ = ["Linear", "convert", "fake_quantize"]
+
+_MASK64 = (1 << 64) - 1
+_ROLE_INDEX = {"x": 1, "w": 2, "dy": 3}
+_layer_ids = itertools.count()
+_engines = {}
+
+
+def _mix(*values):
+    """A 64-bit hash of integers (splitmix64 over their sequence): seeds per layer, step and
+    tensor that are the same on every rank and every run."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (int(v) & _MASK64)) & _MASK64
+        h = (h + 0x9E3779B97F4A7C15) & _MASK64
+        z = h
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        h = z ^ (z >> 31)
+    return h
+
+
+def engine_for(device):
+    """The engine for tensors on `device`: cuda on its ordinal, else the host backend."""
+    device = torch.device(device)
+    key = (device.type, device.index or 0)
+    e = _engines.get(key)
+    if e is None:
+        if device.type == "cuda":
+            e = fp4jit.Engine("cuda", device=device.index or 0)
+        elif device.type == "cpu":
+            try:
+                e = fp4jit.Engine("host")
+            except fp4jit.Error as err:
+                if err.status != "UNSUPPORTED":
+                    raise
+                e = fp4jit.Engine("reference")
+        else:
+            raise fp4jit.Error("UNSUPPORTED", "fp4jit.torch: tensors on %s (cpu or cuda only)" % device)
+        _engines[key] = e
+    return e
+
+
+def _stream(device):
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+
+
+class _Plan:
+    """What a recipe asks of a layer of a given size: operand flags and the token padding."""
+
+    def __init__(self, recipe, in_features, out_features):
+        self.recipe = recipe
+        self.in_features, self.out_features = in_features, out_features
+        self.ops = {role: recipe.operand(role) for role in _lib.ROLES}
+        if self.ops["w"].qema:
+            raise fp4jit.Error(
+                "UNSUPPORTED",
+                "recipe %r: Q-EMA weight rounding (w.qema=on) needs the EMA of the weights, which "
+                "fp4jit.torch does not keep; use the recipe with w.qema=off" % recipe.text,
+            )
+        for role, rows, cols in (("w", out_features, in_features), ("wt", out_features, in_features)):
+            try:
+                recipe.layout(role, rows, cols)
+            except fp4jit.Error as e:
+                raise fp4jit.Error(
+                    "INVALID_ARGUMENT",
+                    "fp4jit.torch.Linear(%d, %d) with recipe %r: %s"
+                    % (in_features, out_features, recipe.text, e),
+                ) from None
+        self._tokens = {}
+
+    def fits(self, tokens):
+        try:
+            for role, cols in (("x", self.in_features), ("xt", self.in_features), ("dy", self.out_features),
+                               ("dyt", self.out_features)):
+                self.recipe.layout(role, tokens, cols)
+            return True
+        except fp4jit.Error:
+            return False
+
+    def padded(self, tokens, device):
+        """The smallest token count >= tokens that every token-axis block divides (on CUDA also a
+        multiple of 32: rows of 16 bytes for the wgrad operands' TMA loads)."""
+        key = (tokens, device.type)
+        t = self._tokens.get(key)
+        if t is None:
+            t = tokens
+            first = (32,) if device.type == "cuda" else (1, 16)
+            for multiple in first + (32, 64, 128, 256, 512):
+                t = -(-tokens // multiple) * multiple
+                if t > 0 and self.fits(t):
+                    break
+            else:
+                raise fp4jit.Error("INVALID_ARGUMENT", "recipe %r: no token padding fits %d tokens" % (self.recipe.text, tokens))
+            self._tokens[key] = t
+        return t
+
+
+class _LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, layer, seeds, backward):
+        plan = layer._plan(x.device)
+        recipe, engine = plan.recipe, engine_for(x.device)
+        stream = _stream(x.device)
+        tokens = x.shape[0]
+        padded = plan.padded(tokens, x.device)
+        if padded != tokens:
+            x = torch.nn.functional.pad(x, (0, 0, 0, padded - tokens))
+        if backward:  # the transposed copies for dgrad and wgrad, from the same reads
+            qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
+            qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+        else:
+            qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
+            qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
+            qxt = qwt = None
+        out_dtype = x.dtype
+        if x.is_cuda and torch.is_autocast_enabled("cuda"):
+            out_dtype = torch.get_autocast_dtype("cuda")
+        y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
+        b = None if bias is None else bias.detach().to(torch.float32).contiguous()
+        occ_w = weight if plan.ops["x"].occ else None
+        engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
+        ctx.layer, ctx.seeds, ctx.tokens, ctx.padded = layer, seeds, tokens, padded
+        ctx.qxt, ctx.qwt = qxt, qwt
+        ctx.x_dtype = x.dtype
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = None if bias is None else bias.dtype
+        ctx.save_for_backward(weight if plan.ops["w"].dge else None)
+        return y[:tokens] if padded != tokens else y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (weight,) = ctx.saved_tensors
+        plan = ctx.layer._plan(dy.device)
+        recipe, engine = plan.recipe, engine_for(dy.device)
+        stream = _stream(dy.device)
+        dy = dy.contiguous()
+        if ctx.padded != ctx.tokens:
+            dy_full = torch.nn.functional.pad(dy, (0, 0, 0, ctx.padded - ctx.tokens))
+        else:
+            dy_full = dy
+        qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dy.device)
+            engine.gemm("dgrad", qdy, ctx.qwt, out=dx, stream=stream)
+            dx = dx[: ctx.tokens]
+        if ctx.needs_input_grad[1]:
+            w_dtype = ctx.layer.weight.dtype
+            if weight is not None:  # DGE: dW * f'(W sf), in FP32 before the cast
+                dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dy.device)
+                engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+                dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
+                dw = dw.to(w_dtype)
+            else:
+                dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
+                engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+        ctx.qxt = ctx.qwt = None
+        return dx, dw, db, None, None, None
+
+
+class Linear(nn.Linear):
+    """A drop-in torch.nn.Linear whose three GEMMs run in FP4 as `recipe` says.
+
+    seed: the base of the stochastic-rounding seeds (default: a counter over the layers made in
+    this process, so every rank of a job that builds the same model gets the same seeds). The
+    seeds of a training step mix (seed, step, tensor); `step` advances after each forward in
+    training mode.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None):
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.recipe = fp4jit.Recipe(recipe)
+        self.seed = next(_layer_ids) if seed is None else int(seed)
+        self.step = 0
+        self._plans = None
+        _Plan(self.recipe, in_features, out_features)  # fail early on shapes the recipe refuses
+
+    @classmethod
+    def from_linear(cls, linear, recipe, seed=None):
+        """An FP4 layer sharing `linear`'s weight and bias Parameters (optimizer state stays)."""
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer.in_features, layer.out_features = linear.in_features, linear.out_features
+        layer.weight = linear.weight
+        layer.bias = linear.bias
+        layer.recipe = fp4jit.Recipe(recipe)
+        layer.seed = next(_layer_ids) if seed is None else int(seed)
+        layer.step = 0
+        layer._plans = None
+        _Plan(layer.recipe, layer.in_features, layer.out_features)
+        return layer
+
+    def _plan(self, device):
+        if self._plans is None:
+            self._plans = _Plan(self.recipe, self.in_features, self.out_features)
+        return self._plans
+
+    def seeds(self, step=None):
+        """The stochastic-rounding seeds of X, W and dY at `step` (default: the next step)."""
+        step = self.step if step is None else step
+        return {role: _mix(self.seed, step, index) for role, index in _ROLE_INDEX.items()}
+
+    def forward(self, x):
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1])
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        backward = torch.is_grad_enabled() and (
+            x2.requires_grad or self.weight.requires_grad or (self.bias is not None and self.bias.requires_grad)
+        )
+        y = _LinearFunction.apply(x2, self.weight, self.bias, self, self.seeds(), backward)
+        if self.training and torch.is_grad_enabled():
+            self.step += 1
+        return y.reshape(*shape[:-1], self.out_features)
+
+    def extra_repr(self):
+        return "%s, recipe=%s" % (super().extra_repr(), self.recipe.text)
+
+
+def _fits(recipe, linear):
+    try:
+        _Plan(recipe, linear.in_features, linear.out_features)
+        return None
+    except fp4jit.Error as e:
+        if e.status != "INVALID_ARGUMENT":  # the recipe itself, not this layer's shape
+            raise
+        return str(e)
+
+
+def convert(model, recipe, keep=None, seed=0):
+    """Swaps the model's torch.nn.Linear layers for fp4jit Linear ones (in place; returns model).
+
+    keep: layers that stay in high precision: an int N (the last N linear layers, in module
+    order: e.g. the NVFP4 recipe keeps the last blocks in BF16), a name or glob pattern
+    ("lm_head", "layers.11.*"), a list of them, or a callable (name, module) -> bool. Layers whose
+    shapes the recipe cannot block (in or out features not a multiple of its block) stay too,
+    with a warning. Seeds are seed + the layer's index in module order (equal on every rank).
+    """
+    recipe = fp4jit.Recipe(recipe)
+    linears = [(n, m) for n, m in model.named_modules() if type(m) is nn.Linear]
+    if keep is None:
+        kept = set()
+    elif isinstance(keep, int) and not isinstance(keep, bool):
+        kept = {n for n, _ in linears[max(0, len(linears) - keep):]} if keep > 0 else set()
+    elif callable(keep):
+        kept = {n for n, m in linears if keep(n, m)}
+    elif isinstance(keep, (str, list, tuple, set)):
+        patterns = [keep] if isinstance(keep, str) else list(keep)
+        kept = {n for n, _ in linears if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+    else:
+        raise TypeError(
+            "fp4jit.torch.convert: keep must be an int, a name or glob pattern, a list of them, or a "
+            "callable (name, module) -> bool; got %r" % (keep,)
+        )
+    for index, (name, module) in enumerate(linears):
+        if name in kept:
+            continue
+        problem = _fits(recipe, module)
+        if problem is not None:
+            warnings.warn("fp4jit.torch.convert: keeping %s in high precision: %s" % (name, problem))
+            continue
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, Linear.from_linear(module, recipe, seed=seed + index))
+    return model
+
+
+def fake_quantize(x, recipe, role, seed=0, offset=0):
+    """The operand `role` of `recipe` quantized from x and dequantized, in the operand's K-major
+    layout and transformed domain, float32 (what the FP4 GEMM multiplies): the building block of
+    a fake-quantized reference."""
+    engine = engine_for(x.device)
+    q = engine.quantize(fp4jit.Recipe(recipe) if not isinstance(recipe, fp4jit.Recipe) else recipe, role,
+                        x.contiguous(), seed=seed, offset=offset, stream=_stream(x.device))
+    return engine.dequantize(q, dtype="float32", stream=_stream(x.device))

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On the device machine: the Python package over the carried .carry/lib/libfp4jit.so (made by
+# scripts/python_device_prepare.sh):
+#   1. every kernel the tests use compiled ahead of time, in parallel, with the carried CLI
+#   2. tests/python/test_cuda.py: the CUDA backend through DLPack / __cuda_array_interface__
+#      (CuPy, PyTorch), bit-exact against the reference backend
+#   3. tests/python/test_torch.py: fp4jit.torch.Linear forward and gradients against a
+#      fake-quantized PyTorch reference, every preset, CPU and CUDA
+#   4. forward + backward of one nvfp4 Linear at LLaMA-7B shapes (8192 tokens, 4096 x 4096)
+#      against torch.nn.Linear in BF16
+# About 5 minutes. Results in $OUT (default /tmp/fp4jit_device): summary.txt and one log a step.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/fp4jit_device}
+mkdir -p "$OUT"
+export FP4JIT_LIBRARY=$PWD/.carry/lib/libfp4jit.so PYTHONPATH=$PWD/python
+export FP4JIT_CACHE=/tmp/fp4jit_python.db PYTHONUNBUFFERED=1
+summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+summary "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+summary "$(python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)')"
+
+t0=$SECONDS
+for recipe in mxfp4 nvfp4 msfp4 tetrajet ue5m3; do
+  .carry/lib/fp4jit compile --arch sm_90a --recipe "$recipe" --dtype float32 --dtype bfloat16 \
+    --gemm 128x128x256 --gemm 256x256x512 --gemm 128x64x128 --gemm 64x64x128 \
+    --gemm 32x256x128 --gemm 32x128x256 --gemm 512x256x256 --gemm 8192x4096x4096 -q \
+    >>"$OUT/compile.log" 2>&1
+  summary "compile $recipe rc=$? $((SECONDS - t0))s"
+done
+
+rc=0
+for test in test_cuda test_torch; do
+  t0=$SECONDS
+  timeout 300 python3 "tests/python/$test.py" -v >"$OUT/$test.log" 2>&1
+  r=$?
+  summary "$test rc=$r $((SECONDS - t0))s: $(tail -1 "$OUT/$test.log")"
+  [[ $r -eq 0 ]] || rc=1
+done
+FP4JIT_BENCH=1 timeout 120 python3 tests/python/test_torch.py -v Training.test_speed_vs_bf16_linear \
+  >"$OUT/bench.log" 2>&1
+summary "bench rc=$?: $(grep speedup "$OUT/bench.log")"
+exit $rc

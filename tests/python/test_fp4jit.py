@@ -1,0 +1,280 @@
+"""The fp4jit Python package on NumPy arrays: the host backend against the reference backend byte
+for byte, the packed layout against an independent NumPy decoder, the CLI's files against the
+package's arrays, GEMM and DGE, DLPack input, and errors that name what is wrong.
+
+Run: FP4JIT_LIBRARY=build/libfp4jit.so PYTHONPATH=python python3 -m unittest tests/python/test_fp4jit.py
+(FP4JIT_CLI=build/fp4jit adds the CLI comparison.)
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:
+    print("numpy missing: skipped")
+    sys.exit(77)
+
+import fp4jit
+
+try:
+    import ml_dtypes
+except ImportError:  # bfloat16 cases are skipped
+    ml_dtypes = None
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float64)
+
+HOST = fp4jit.Engine("host", use_cache=False)
+REF = fp4jit.Engine("reference")
+
+
+def sample(rows, cols, seed=0, outliers=True):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    if outliers:
+        x.flat[:: 37] *= 20.0
+    return x
+
+
+def unpack(codes, cols):
+    """E2M1 codes [rows, cols / 2] -> nibbles [rows, cols]: element 2i in the low nibble."""
+    out = np.empty((codes.shape[0], cols), dtype=np.uint8)
+    out[:, 0::2] = codes & 0xF
+    out[:, 1::2] = codes >> 4
+    return out
+
+
+class Basics(unittest.TestCase):
+    def test_version_and_presets(self):
+        self.assertEqual(fp4jit.version(), "0.1.0")
+        self.assertTrue({"mxfp4", "nvfp4", "msfp4", "tetrajet", "ue5m3"} <= set(fp4jit.presets()))
+        self.assertEqual(HOST.backend, "host")
+        self.assertEqual(REF.backend, "reference")
+
+    def test_recipe(self):
+        r = fp4jit.Recipe("msfp4:occ=0.97,dge.k=3")
+        self.assertEqual(r.preset, "msfp4")
+        self.assertIn("occ=0.97", r.canonical)
+        self.assertEqual(len(r.hash), 64)
+        self.assertEqual(fp4jit.Recipe(r.canonical), r)
+        self.assertTrue(r.operand("x").occ)
+        self.assertTrue(r.operand("w").dge)
+        self.assertTrue(fp4jit.Recipe("tetrajet").operand("xt").requant)
+        with self.assertRaises(fp4jit.Error) as cm:
+            fp4jit.Recipe("nvfp4:colour=blue")
+        self.assertEqual(cm.exception.status, "RECIPE")
+        self.assertIn("colour", str(cm.exception))
+
+    def test_layout(self):
+        l = fp4jit.layout("nvfp4", "xt", 64, 128)
+        self.assertEqual((l.rows, l.cols, l.row_bytes), (128, 64, 32))
+        self.assertEqual((l.scale_rows, l.scale_cols), (128, 4))
+        self.assertTrue(l.two_level and l.transposed and l.scale_is_code)
+        with self.assertRaises(fp4jit.Error) as cm:
+            fp4jit.layout("nvfp4", "x", 64, 100)
+        self.assertIn("100", str(cm.exception))
+
+
+class Quantize(unittest.TestCase):
+    def assert_same(self, a, b, what):
+        na, nb = a.numpy(), b.numpy()
+        self.assertEqual(sorted(na), sorted(nb))
+        for key in na:
+            if key == "amax":
+                continue
+            np.testing.assert_array_equal(na[key], nb[key], err_msg="%s: %s" % (what, key))
+
+    def test_host_equals_reference(self):
+        x = sample(64, 128, seed=1)
+        for preset in ("mxfp4", "nvfp4", "msfp4", "tetrajet", "ue5m3"):
+            r = fp4jit.Recipe(preset)
+            for role in ("x", "dy", "w"):
+                with self.subTest(preset=preset, role=role):
+                    h = HOST.quantize_pair(r, role, x, seed=5, offset=3)
+                    f = REF.quantize_pair(r, role, x, seed=5, offset=3)
+                    self.assert_same(h[0], f[0], "%s %s" % (preset, role))
+                    self.assert_same(h[1], f[1], "%s %s transposed" % (preset, role))
+        q = HOST.quantize("msfp4", "x", x)
+        index, value = q.residual()
+        self.assertGreater(len(index), 0)
+        self.assertTrue(np.all(np.diff(index) > 0))
+
+    def test_packed_nibbles_decode(self):
+        """mxfp4: value = E2M1(nibble) * 2^(e8m0 - 127); element 2i in the low nibble."""
+        x = sample(16, 64, seed=2)
+        q = HOST.quantize("mxfp4", "x", x)
+        self.assertEqual(q.codes.shape, (16, 32))
+        self.assertEqual(q.codes.dtype, np.uint8)
+        self.assertEqual(q.scales.shape, (16, 2))
+        nib = unpack(q.codes, 64)
+        scale = np.exp2(q.scales.astype(np.float64) - 127.0)
+        decoded = E2M1[nib] * np.repeat(scale, 32, axis=1)
+        np.testing.assert_array_equal(decoded, HOST.dequantize(q).astype(np.float64))
+        # Round trip within FP4's error; the largest element of a block lands on 4 or 6.
+        self.assertLess(np.linalg.norm(decoded - x) / np.linalg.norm(x), 0.2)
+
+    def test_nvfp4_two_level_decode(self):
+        """nvfp4: value = E2M1(nibble) * UE4M3(scale) / s_enc, s_enc = 448 * 6 / amax."""
+        x = sample(16, 64, seed=3)
+        q = HOST.quantize("nvfp4", "x", x)
+        self.assertAlmostEqual(float(q.tensor_scale[0]), 448 * 6 / np.abs(x).max(), places=2)
+        if ml_dtypes is not None:
+            s = q.scales.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+            value = E2M1[unpack(q.codes, 64)] * np.repeat(s, 16, axis=1) / float(q.tensor_scale[0])
+            np.testing.assert_allclose(HOST.dequantize(q), value, rtol=1e-6)
+
+    def test_cli_writes_the_same_bytes(self):
+        cli = os.environ.get("FP4JIT_CLI")
+        if not cli:
+            self.skipTest("FP4JIT_CLI not set")
+        x = sample(32, 64, seed=4)
+        with tempfile.TemporaryDirectory() as tmp:
+            np.save(os.path.join(tmp, "x.npy"), x)
+            for preset, role in (("nvfp4", "dyt"), ("msfp4", "x"), ("tetrajet", "wt")):
+                out = os.path.join(tmp, preset + role)
+                subprocess.run(
+                    [cli, "quantize", "--recipe", preset, "--operand", role, "--backend", "reference",
+                     "--in", os.path.join(tmp, "x.npy"), "--out", out, "--seed", "9", "--offset", "2"],
+                    check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, FP4JIT_CACHE=os.path.join(tmp, "c.db")),
+                )
+                q = HOST.quantize(preset, role, x, seed=9, offset=2).numpy()
+                np.testing.assert_array_equal(np.load(os.path.join(out, "codes.npy")), q["codes"])
+                np.testing.assert_array_equal(np.load(os.path.join(out, "scales.npy")), q["scales"])
+                if "residual_index" in q:
+                    np.testing.assert_array_equal(np.load(os.path.join(out, "residual_index.npy")), q["residual_index"])
+                    np.testing.assert_array_equal(np.load(os.path.join(out, "residual_value.npy")), q["residual_value"])
+
+    def test_input_dtypes_and_views(self):
+        x = sample(32, 64, seed=5, outliers=False)
+        base = HOST.quantize("mxfp4", "x", x).numpy()
+        half = HOST.quantize("mxfp4", "x", x.astype(np.float16)).numpy()
+        self.assertEqual(half["codes"].shape, base["codes"].shape)
+        if ml_dtypes is not None:
+            bf = x.astype(ml_dtypes.bfloat16)
+            a = HOST.quantize("nvfp4", "x", bf).numpy()
+            b = REF.quantize("nvfp4", "x", bf).numpy()
+            np.testing.assert_array_equal(a["codes"], b["codes"])
+        # [2, 16, 64] is read as [32, 64]; a row-strided view as its rows.
+        np.testing.assert_array_equal(HOST.quantize("mxfp4", "x", x.reshape(2, 16, 64)).numpy()["codes"], base["codes"])
+        wide = np.zeros((32, 128), dtype=np.float32)
+        wide[:, :64] = x
+        np.testing.assert_array_equal(HOST.quantize("mxfp4", "x", wide[:, :64]).numpy()["codes"], base["codes"])
+
+    def test_dlpack_input(self):
+        x = sample(32, 64, seed=6)
+
+        class OnlyDlpack:
+            def __init__(self, a):
+                self.a = a
+
+            def __dlpack__(self, stream=None):
+                return self.a.__dlpack__()
+
+            def __dlpack_device__(self):
+                return self.a.__dlpack_device__()
+
+        if not hasattr(x, "__dlpack__"):
+            self.skipTest("NumPy without __dlpack__")
+        a = HOST.quantize("nvfp4", "x", x).numpy()
+        b = HOST.quantize("nvfp4", "x", OnlyDlpack(x)).numpy()
+        np.testing.assert_array_equal(a["codes"], b["codes"])
+
+
+class Gemm(unittest.TestCase):
+    def test_three_gemms_host_vs_reference(self):
+        tokens, fin, fout = 64, 128, 32
+        x, w, dy = sample(tokens, fin, 7, False), sample(fout, fin, 8, False) * 0.1, sample(tokens, fout, 9, False)
+        for preset in ("nvfp4", "tetrajet"):
+            r = fp4jit.Recipe(preset)
+            for e in (HOST, REF):
+                qx, qxt = e.quantize_pair(r, "x", x, seed=1)
+                qw, qwt = e.quantize_pair(r, "w", w, seed=2)
+                qdy, qdyt = e.quantize_pair(r, "dy", dy, seed=3)
+                got = {
+                    "fprop": e.gemm("fprop", qx, qw),
+                    "dgrad": e.gemm("dgrad", qdy, qwt),
+                    "wgrad": e.gemm("wgrad", qdyt, qxt),
+                }
+                if e is HOST:
+                    host = got
+            for op, exact in (("fprop", x @ w.T), ("dgrad", dy @ w), ("wgrad", dy.T @ x)):
+                with self.subTest(preset=preset, op=op):
+                    np.testing.assert_allclose(host[op], got[op], rtol=1e-5, atol=1e-5 * np.abs(got[op]).max())
+                    rel = np.linalg.norm(got[op] - exact) / np.linalg.norm(exact)
+                    self.assertLess(rel, 0.25)
+
+    def test_product_of_dequantized_operands_and_epilogue(self):
+        x, w = sample(32, 64, 10, False), sample(16, 64, 11, False)
+        qx, qw = HOST.quantize("mxfp4", "x", x), HOST.quantize("mxfp4", "w", w)
+        dx, dw = HOST.dequantize(qx).astype(np.float64), HOST.dequantize(qw).astype(np.float64)
+        bias = np.linspace(-1, 1, 16).astype(np.float32)
+        c = sample(32, 16, 12, False)
+        y = HOST.gemm("fprop", qx, qw, alpha=0.5, beta=2.0, c=c, bias=bias)
+        np.testing.assert_allclose(y, 0.5 * dx @ dw.T + bias + 2.0 * c, rtol=1e-5, atol=1e-5)
+        if ml_dtypes is not None:
+            yb = HOST.gemm("fprop", qx, qw, dtype="bfloat16")
+            self.assertEqual(yb.dtype, ml_dtypes.bfloat16)
+            np.testing.assert_allclose(yb.astype(np.float32), dx @ dw.T, rtol=1e-2, atol=1e-2)
+
+    def test_occ_compensation(self):
+        x, w = sample(32, 128, 13), sample(16, 128, 14, False)
+        r = fp4jit.Recipe("msfp4")
+        qx, qw = HOST.quantize(r, "x", x), HOST.quantize(r, "w", w)
+        plain = HOST.gemm("fprop", qx, qw)
+        comp = HOST.gemm("fprop", qx, qw, occ_weight=w)
+        ref = REF.gemm("fprop", qx, qw, occ_weight=w)
+        np.testing.assert_allclose(comp, ref, rtol=1e-5, atol=1e-4)
+        exact = x.astype(np.float64) @ w.T
+        self.assertLess(np.linalg.norm(comp - exact), np.linalg.norm(plain - exact))
+
+    def test_dge(self):
+        w = sample(16, 64, 15, False) * 0.2
+        a, b = HOST.dge("msfp4", w), REF.dge("msfp4", w)
+        np.testing.assert_array_equal(a, b)
+        self.assertEqual(a.shape, w.shape)
+        self.assertTrue(np.all((a > 0) & (a <= 3.0)))
+
+
+class Errors(unittest.TestCase):
+    def check(self, fn, status, needle):
+        with self.assertRaises(fp4jit.Error) as cm:
+            fn()
+        self.assertEqual(cm.exception.status, status, str(cm.exception))
+        self.assertIn(needle, str(cm.exception))
+
+    def test_bad_inputs(self):
+        x = sample(32, 64)
+        self.check(lambda: HOST.quantize("nvfp4", "x", x.astype(np.float64)), "INVALID_ARGUMENT", "float64")
+        self.check(lambda: HOST.quantize("nvfp4", "x", x[:, :60]), "INVALID_ARGUMENT", "60")
+        self.check(lambda: HOST.quantize("nvfp4", "x", np.asfortranarray(x)), "INVALID_ARGUMENT", "contiguous")
+        raw = np.zeros(32 * 64 * 4 + 2, dtype=np.uint8)
+        odd = np.frombuffer(raw.data, dtype=np.float32, count=32 * 64, offset=2).reshape(32, 64)
+        self.check(lambda: HOST.quantize("nvfp4", "x", odd), "INVALID_ARGUMENT", "not aligned")
+        self.check(lambda: HOST.quantize("nvfp4", "q", x), "INVALID_ARGUMENT", "unknown role 'q'")
+        self.check(lambda: HOST.quantize("nvfp4:colour=1", "x", x), "RECIPE", "colour")
+        self.check(lambda: HOST.quantize_pair("nvfp4", "xt", x), "INVALID_ARGUMENT", "x, w or dy")
+        self.check(lambda: HOST.quantize("nvfp4", "x", None), "INVALID_ARGUMENT", "quantize input is None")
+        self.check(lambda: HOST.quantize("nvfp4", "x", "text"), "INVALID_ARGUMENT", "not an array")
+        self.check(lambda: HOST.dge("nvfp4", x), "INVALID_ARGUMENT", "dge")
+        qa = HOST.quantize("nvfp4", "x", x)
+        qb = HOST.quantize("mxfp4", "w", x)
+        self.check(lambda: HOST.gemm("fprop", qa, qb), "INVALID_ARGUMENT", "different recipes")
+        self.check(lambda: HOST.gemm("sideways", qa, qb), "INVALID_ARGUMENT", "unknown GEMM")
+        qw = HOST.quantize("nvfp4", "w", x)
+        self.check(lambda: HOST.gemm("fprop", qa, qw, bias=np.zeros(32, np.float16)), "INVALID_ARGUMENT", "float32")
+        self.check(lambda: HOST.gemm("fprop", qa, qw, out=np.zeros((32, 16), np.float32)), "INVALID_ARGUMENT", "output")
+        self.check(lambda: fp4jit.Engine("gpu"), "INVALID_ARGUMENT", "unknown backend 'gpu'")
+
+    def test_missing_library_message(self):
+        env = dict(os.environ, FP4JIT_LIBRARY="/nonexistent/libfp4jit.so")
+        p = subprocess.run([sys.executable, "-c", "import fp4jit"], env=env, capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("libfp4jit.so not found", p.stderr)
+        self.assertIn("FP4JIT_LIBRARY", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

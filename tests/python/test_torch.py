@@ -1,0 +1,193 @@
+"""fp4jit.torch.Linear against a PyTorch fake-quantized reference built from the same recipe.
+
+For each recipe the reference quantizes and dequantizes every operand with the layer's seeds
+(fp4jit.torch.fake_quantize: X and W for fprop, dY and W^T for dgrad, dY^T and X^T for wgrad, in
+their K-major layouts and transformed domains), multiplies them in float64 with torch, adds
+msfp4's OCC compensation R W^T and multiplies wgrad by its DGE factor; the layer must match
+within float32 rounding (float32 model) or bfloat16 rounding (bfloat16 model). Runs on the CPU
+(host backend) and, where present, on CUDA; skipped (exit 77) without torch.
+
+    FP4JIT_LIBRARY=build/libfp4jit.so PYTHONPATH=python python3 tests/python/test_torch.py -v
+FP4JIT_BENCH=1 adds the speed comparison with torch.nn.Linear in BF16 at LLaMA-7B shapes.
+"""
+
+import os
+import sys
+import time
+import unittest
+import warnings
+
+try:
+    import numpy  # noqa: F401
+    import torch
+except ImportError as e:
+    print("%s: skipped" % e)
+    sys.exit(77)
+
+import fp4jit
+import fp4jit.torch as fp4
+
+PRESETS = ("mxfp4", "nvfp4", "msfp4", "tetrajet", "ue5m3")
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def reference(layer, x, dy):
+    """(Y, dX, dW, db) of the fake-quantized layer, float64."""
+    r, w = layer.recipe, layer.weight.detach()
+    s = layer.seeds()
+    fq = lambda t, role, seed: fp4.fake_quantize(t, r, role, seed=seed).double()  # noqa: E731
+    xq, wq = fq(x, "x", s["x"]), fq(w, "w", s["w"])
+    y = xq @ wq.T
+    if r.operand("x").occ:
+        q = fp4.engine_for(x.device).quantize(r, "x", x.contiguous(), seed=s["x"])
+        index, value = q.residual()
+        residual = torch.zeros(x.numel(), dtype=torch.float64, device=x.device)
+        residual[index.long()] = value.double()
+        y = y + residual.view_as(x) @ w.double().T
+    if layer.bias is not None:
+        y = y + layer.bias.detach().double()
+    dx = fq(dy, "dy", s["dy"]) @ fq(w, "wt", s["w"]).T
+    dw = fq(dy, "dyt", s["dy"]) @ fq(x, "xt", s["x"]).T
+    if r.operand("w").dge:
+        dw = dw * fp4.engine_for(w.device).dge(r, w).double()
+    db = dy.double().sum(0)
+    return y, dx, dw, db
+
+
+def close(test, got, want, rel, what):
+    scale = want.abs().max().item() + 1e-30
+    err = (got.double() - want).abs().max().item()
+    test.assertLessEqual(err, rel * scale, "%s: max error %.3g, scale %.3g" % (what, err, scale))
+
+
+class LinearVsFakeQuant(unittest.TestCase):
+    def run_case(self, preset, device, dtype, rel, tokens=128, fin=256, fout=128):
+        torch.manual_seed(0)
+        layer = fp4.Linear(fin, fout, recipe=preset, device=device, dtype=dtype)
+        x = torch.randn(tokens, fin, device=device, dtype=dtype)
+        x.view(-1)[::53] *= 12.0  # outliers for OCC
+        x.requires_grad_(True)
+        dy = torch.randn(tokens, fout, device=device, dtype=dtype)
+        want = reference(layer, x.detach(), dy)
+        y = layer(x)
+        y.backward(dy)
+        for name, got, ref in (("Y", y, want[0]), ("dX", x.grad, want[1]), ("dW", layer.weight.grad, want[2]),
+                               ("db", layer.bias.grad, want[3])):
+            self.assertEqual(got.dtype, dtype, name)
+            close(self, got.detach(), ref, rel, "%s %s %s %s" % (preset, device, dtype, name))
+        self.assertEqual(layer.step, 1)
+
+    def test_float32_every_recipe(self):
+        for device in DEVICES:
+            for preset in PRESETS:
+                with self.subTest(device=device, preset=preset):
+                    self.run_case(preset, device, torch.float32, 2e-5)
+
+    def test_bfloat16_model(self):
+        for device in DEVICES:
+            for preset in ("nvfp4", "msfp4"):
+                with self.subTest(device=device, preset=preset):
+                    self.run_case(preset, device, torch.bfloat16, 2e-2)
+
+    def test_three_dimensional_input_and_ragged_tokens(self):
+        for device in DEVICES:
+            torch.manual_seed(1)
+            layer = fp4.Linear(128, 64, recipe="nvfp4", device=device)
+            x = torch.randn(3, 33, 128, device=device)  # 99 tokens: padded for the 1x16 blocks of X^T
+            y = layer(x)
+            self.assertEqual(tuple(y.shape), (3, 33, 64))
+            layer.step = 0
+            tokens = layer._plan(x.device).padded(99, x.device)
+            self.assertEqual(tokens, 112 if device == "cpu" else 128)
+            padded = torch.cat([x.reshape(99, 128), torch.zeros(tokens - 99, 128, device=device)])
+            y2 = layer(padded)[:99]
+            torch.testing.assert_close(y.reshape(99, 64), y2, rtol=0, atol=0)
+
+
+class Training(unittest.TestCase):
+    def test_seeds_advance_each_step(self):
+        device = DEVICES[-1]
+        torch.manual_seed(2)
+        layer = fp4.Linear(128, 64, recipe="nvfp4", device=device)
+        x = torch.randn(64, 128, device=device)
+        dy = torch.randn(64, 64, device=device)
+        grads, outputs, seeds = [], [], []
+        for _ in range(2):
+            seeds.append(layer.seeds())
+            layer.weight.grad = None
+            y = layer(x)
+            y.backward(dy)
+            outputs.append(y.detach())
+            grads.append(layer.weight.grad.clone())
+        self.assertNotEqual(seeds[0]["dy"], seeds[1]["dy"])
+        torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=0)  # X and W round to nearest
+        self.assertFalse(torch.equal(grads[0], grads[1]))  # dY rounds stochastically
+        layer.eval()
+        with torch.no_grad():
+            y_eval = layer(x)  # forward copies only
+        self.assertEqual(layer.step, 2)
+        torch.testing.assert_close(y_eval, outputs[0], rtol=0, atol=0)
+
+    def test_convert_keeps_parameters_and_named_layers(self):
+        device = DEVICES[-1]
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128), torch.nn.ReLU(),
+            torch.nn.Linear(128, 128), torch.nn.Linear(128, 10),
+        ).to(device)
+        before = [p for p in model.parameters()]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fp4.convert(model, "mxfp4", keep=["4"])
+        self.assertIsInstance(model[0], fp4.Linear)
+        self.assertIsInstance(model[2], fp4.Linear)
+        self.assertIs(type(model[4]), torch.nn.Linear)  # kept by name
+        self.assertIs(type(model[5]), torch.nn.Linear)  # 10 outputs: no 1x32 blocks fit
+        self.assertTrue(any("keeping 5" in str(w.message) for w in caught))
+        self.assertEqual([id(p) for p in model.parameters()], [id(p) for p in before])
+        out = model(torch.randn(32, 128, device=device))
+        out.sum().backward()
+        self.assertTrue(all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters()))
+        model2 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+        fp4.convert(model2, "nvfp4", keep=2)
+        self.assertEqual([type(m) is fp4.Linear for m in model2], [True, False, False])
+        model3 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+        fp4.convert(model3, "nvfp4", keep=5)  # more than there are: all kept
+        self.assertEqual([type(m) is fp4.Linear for m in model3], [False, False])
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
+    def test_runs_on_the_current_stream(self):
+        torch.manual_seed(4)
+        layer = fp4.Linear(256, 256, recipe="nvfp4", device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+        base = layer(x)
+        layer.step = 0
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y = layer(x)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.testing.assert_close(y, base, rtol=0, atol=0)
+
+    @unittest.skipUnless(torch.cuda.is_available() and os.environ.get("FP4JIT_BENCH"), "CUDA and FP4JIT_BENCH=1")
+    def test_speed_vs_bf16_linear(self):
+        tokens, fin, fout = 8192, 4096, 4096
+        x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
+        results = {}
+        for name, layer in (("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16)),
+                            ("nvfp4", fp4.Linear(fin, fout, recipe="nvfp4", device="cuda", dtype=torch.bfloat16))):
+            for _ in range(3):
+                layer(x).backward(dy)
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(10):
+                layer(x).backward(dy)
+            torch.cuda.synchronize()
+            results[name] = (time.perf_counter() - start) / 10
+        print("\nforward+backward %dx%dx%d: bf16 %.3f ms, nvfp4 %.3f ms, speedup %.2fx"
+              % (tokens, fout, fin, results["bf16"] * 1e3, results["nvfp4"] * 1e3, results["bf16"] / results["nvfp4"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
