@@ -103,9 +103,16 @@ class CudaBackend(unittest.TestCase):
                     out["fprop"] = e.gemm("fprop", qx, qw, occ_weight=occ)
                     out["dgrad"] = e.gemm("dgrad", qdy, qwt)
                     out["wgrad"] = e.gemm("wgrad", qdyt, qxt)
+                # Relative Frobenius error, as the C++ GPU tests: on Hopper, E2M1 x E2M1 products
+                # (mxfp4, tetrajet, msfp4 fprop) accumulate on FP8 tensor cores, whose adder keeps
+                # about 13 mantissa bits within a K tile before the FP32 promotion, so single
+                # elements that cancel a large partial sum differ from the double-precision
+                # reference by a few units of that partial sum's 2^-13.
                 for op in got:
-                    g, r = cupy.asnumpy(got[op]), want[op]
-                    np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-5 * np.abs(r).max(), err_msg=op)
+                    g, r = cupy.asnumpy(got[op]).astype(np.float64), want[op].astype(np.float64)
+                    self.assertTrue(np.all(np.isfinite(g)), op)
+                    rel = np.linalg.norm(g - r) / np.linalg.norm(r)
+                    self.assertLessEqual(rel, 1e-4, f"{preset} {op}: relative Frobenius error {rel:.3g}")
 
     def test_dge_and_dequantize(self):
         w = sample(128, 256, 7) * 0.05
