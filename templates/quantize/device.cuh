@@ -166,7 +166,9 @@ FP4JIT_DEV void store_codes(u8* dst, const u32 (&code)[kVec], bool packed, int n
     *reinterpret_cast<u64*>(dst) = word;
     return;
   }
-  for (int e = 0; e < n; ++e) dst[e] = static_cast<u8>(code[e]);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)  // constant indices: code[] stays in registers
+    if (e < n) dst[e] = static_cast<u8>(code[e]);
 }
 
 }  // namespace fp4jit::kern

@@ -205,8 +205,12 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
     for (int s = 0; s < kSub; ++s) sc.local[s] = block_scale<Op>(stat[s], s_enc);
   } else if constexpr (Scales::kPerColumn) {
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      sc.per_col[e] = e < n ? block_scale<Op>(o.stats[c0 + e], s_enc) : kUnit;
+    for (int e = 0; e < kVec; ++e) {  // if/else: a select of two structs goes through memory
+      if (e < n)
+        sc.per_col[e] = block_scale<Op>(o.stats[c0 + e], s_enc);
+      else
+        sc.per_col[e] = kUnit;
+    }
   } else {
 #pragma unroll
     for (int s = 0; s < kSub; ++s)
@@ -235,13 +239,19 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
   } else if constexpr (Op::block == BlockKind::row) {
     if (c0 == 0) store_scale<Op>(o.scales, r, sc.local[0]);
   } else if constexpr (Op::block == BlockKind::col) {
-    if (r == 0)
-      for (int e = 0; e < n; ++e) store_scale<Op>(o.scales, c0 + e, sc.per_col[e]);
+    if (r == 0) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        if (e < n) store_scale<Op>(o.scales, c0 + e, sc.per_col[e]);
+    }
   } else {
     if (r == 0 && c0 == 0) store_scale<Op>(o.scales, 0, sc.local[0]);
   }
-  if (requant_to != nullptr)
-    for (int e = 0; e < n; ++e) requant_to[e] = requant_value<Op>(code[e], sc.at(e), s_enc);
+  if (requant_to != nullptr) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (e < n) requant_to[e] = requant_value<Op>(code[e], sc.at(e), s_enc);
+  }
 }
 
 }  // namespace fp4jit::kern
