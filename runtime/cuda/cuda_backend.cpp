@@ -61,6 +61,11 @@ CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
   char name[256] = {};
   check(d_.device_get_name(name, sizeof name, device_), "cuDeviceGetName");
   const Nvrtc& nvrtc = Nvrtc::get();
+  const DeviceIdentity id{name, info_.target, info_.sm_count,
+                          fmt::format("{}.{}", d_.version / 1000, (d_.version % 1000) / 10),
+                          nvrtc.compiler()};
+  if (cache_) cache_->use_bundles(id);
+  tuned_ = std::make_unique<TunedConfigs>(cache_.get(), id);
   description_ =
       fmt::format("cuda: {} ({}, {} SMs), {}, driver {}.{}, cache {}", name, info_.target,
                   info_.sm_count, nvrtc.compiler(), d_.version / 1000, (d_.version % 1000) / 10,
