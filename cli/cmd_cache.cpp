@@ -74,11 +74,14 @@ void run_tunings(const CacheOptions& o) {
   const auto cache = open_or_fail(path_of(o));
   const auto tunings = cache->list_tunings(o.gpu);
   for (const TuningRecord& t : tunings) {
-    int ok = 0;
-    for (const CandidateResult& c : t.candidates) ok += c.status == CandidateStatus::ok ? 1 : 0;
-    fmt::print("{} | {} | {} | {} | {:.4f} ms | heuristic {} {:.4f} ms | {} of {} candidates correct | {}\n",
+    int ok = 0, pruned = 0;
+    for (const CandidateResult& c : t.candidates) {
+      ok += c.status == CandidateStatus::ok ? 1 : 0;
+      pruned += c.status == CandidateStatus::pruned ? 1 : 0;
+    }
+    fmt::print("{} | {} | {} | {} | {:.4f} ms | heuristic {} {:.4f} ms | {} of {} measured candidates correct, {} pruned | {}\n",
                t.key.device.gpu_model, t.key.problem, t.key.recipe.substr(0, t.key.recipe.find(':')), t.winner,
-               t.winner_ms, t.heuristic, t.heuristic_ms, ok, t.candidates.size(), date_of(t.created_unix));
+               t.winner_ms, t.heuristic, t.heuristic_ms, ok, static_cast<int>(t.candidates.size()) - pruned, pruned, date_of(t.created_unix));
   }
   fmt::print("{} tunings in {}\n", tunings.size(), cache->path());
 }

@@ -81,11 +81,16 @@ class ProgressView {
       fmt::print(stderr, "[{}/{}] {}: FAILED: {}\n", done_, total_, o.label, o.error);
     } else {
       const TuningRecord& r = o.record;
-      int ok = 0;
-      for (const auto& c : r.candidates) ok += c.status == CandidateStatus::ok ? 1 : 0;
-      fmt::print(stderr, "[{}/{}] {}: {} ({} of {} candidates correct), winner {} {:.4f} ms{}\n",
+      int ok = 0, pruned = 0;
+      for (const auto& c : r.candidates) {
+        ok += c.status == CandidateStatus::ok ? 1 : 0;
+        pruned += c.status == CandidateStatus::pruned ? 1 : 0;
+      }
+      fmt::print(stderr,
+                 "[{}/{}] {}: {} ({} of {} measured candidates correct, {} pruned), winner {} "
+                 "{:.4f} ms{}\n",
                  done_, total_, o.label, o.cached ? "already tuned" : "tuned", ok,
-                 r.candidates.size(), r.winner, r.winner_ms,
+                 static_cast<int>(r.candidates.size()) - pruned, pruned, r.winner, r.winner_ms,
                  r.heuristic_ms > 0
                      ? fmt::format(", {:.2f}x the heuristic", r.heuristic_ms / r.winner_ms)
                      : "");

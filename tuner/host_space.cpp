@@ -30,16 +30,15 @@ std::vector<HostCandidate> host_gemm_space(const host::HostConfig& base, int vec
                                            std::int64_t m, std::int64_t n, std::int64_t k,
                                            std::vector<CandidateResult>* pruned) {
   const int registers = vector_bits >= 512 ? 32 : 16;
-  const std::string base_text = base.gemm_text();
+  const std::string base_text = base.gemm_tuned_text();
   std::vector<HostCandidate> out;
   std::set<std::string> seen;
   out.push_back({base, Candidate{base_text, true}});
   seen.insert(base_text);
   const auto prune = [&](const host::HostConfig& c, std::string why) {
-    if (pruned != nullptr && seen.insert(c.gemm_text()).second)
-      pruned->push_back(pruned_candidate(c.gemm_text(), false, std::move(why)));
+    if (pruned != nullptr && seen.insert(c.gemm_tuned_text()).second)
+      pruned->push_back(pruned_candidate(c.gemm_tuned_text(), false, std::move(why)));
   };
-  (void)n;
   for (int vw : widths(base, vector_bits))
     for (int mr : {4, 6, 8})
       for (int nr_vectors : {1, 2, 3})
@@ -76,8 +75,19 @@ std::vector<HostCandidate> host_gemm_space(const host::HostConfig& base, int vec
               prune(c, fmt::format("mc {} covers M = {} as a smaller mc does", c.gemm_mc, m));
               continue;
             }
-            add(out, seen, c, c.gemm_text(), base_text);
+            add(out, seen, c, c.gemm_tuned_text(), base_text);
           }
+  // Task granularity of the heuristic's blocking: panels of nr columns per task (the same binary).
+  const std::int64_t panels = (n + base.gemm_nr - 1) / base.gemm_nr;
+  for (int np : {1, 2, 4, 8, 16}) {
+    host::HostConfig c = base;
+    c.gemm_np = np;
+    if (np > 1 && np / 2 >= panels) {
+      prune(c, fmt::format("np {} covers the {} column panels as a smaller np does", np, panels));
+      continue;
+    }
+    add(out, seen, c, c.gemm_tuned_text(), base_text);
+  }
   return out;
 }
 

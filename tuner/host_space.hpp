@@ -4,7 +4,9 @@
 //             micro-tile's accumulators, B vectors and the A broadcast exceed the vector
 //             registers (16, or 32 with AVX-512), when a K panel of A and B (kc x (mr + nr)
 //             floats) exceeds 48 KiB of L1, and when a block is no smaller than the problem
-//             (kc >= K or mc >= M: only the smallest such value is kept, the others run the same).
+//             (kc >= K or mc >= M: only the smallest such value is kept, the others run the same);
+//             and, for the heuristic's blocking, the panels of nr columns per task (np 1..16; the
+//             same binary, a launch parameter).
 //   quantize  vw x band rows x unroll; pruned when the band holds more rows than the tensor
 //             (only the smallest such band is kept).
 // The heuristic's config (the backend's default) comes first; the rest in a fixed order.
@@ -20,7 +22,7 @@ namespace fp4jit::tuner {
 
 struct HostCandidate {
   host::HostConfig config;
-  Candidate candidate;  // config text: HostConfig::gemm_text() or text()
+  Candidate candidate;  // config text: HostConfig::gemm_tuned_text() or text()
 };
 
 std::vector<HostCandidate> host_gemm_space(const host::HostConfig& base, int vector_bits,

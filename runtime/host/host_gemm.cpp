@@ -65,7 +65,9 @@ void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOpe
   const float inv_b = b.layout.two_level ? 1.0f / *b.view.tensor_scale : 1.0f;
   g.alpha = inv_a * inv_b;
   const std::int64_t m_blocks = (m + cfg.gemm_mc - 1) / cfg.gemm_mc;
-  g.nb_panels = std::clamp<std::int64_t>(b_panels * m_blocks / (4 * pool_->size()), 1, 16);
+  g.nb_panels = cfg.gemm_np > 0
+                    ? std::min<std::int64_t>(cfg.gemm_np, b_panels)
+                    : std::clamp<std::int64_t>(b_panels * m_blocks / (4 * pool_->size()), 1, 16);
   const std::int64_t n_blocks = (b_panels + g.nb_panels - 1) / g.nb_panels;
 
   const auto pack_a = reinterpret_cast<RangeKernel>(fns[0]);

@@ -10,6 +10,7 @@
 #include "runtime/tuning_keys.hpp"
 #include "tuner/gemm_check.hpp"
 #include "tuner/host_jobs.hpp"
+#include "tuner/host_space.hpp"
 #include "tuner/operand_buffers.hpp"
 
 namespace fp4jit::tuner {
@@ -70,7 +71,7 @@ TEST_F(TunerHost, GemmTunedVerifiedStoredAndUsedByEngine) {
     }
     EXPECT_EQ(ok, 4) << "every real kernel matches the reference";
     EXPECT_GT(pruned, 0);
-    EXPECT_EQ(record.candidates.front().config, backend.config().gemm_text());
+    EXPECT_EQ(record.candidates.front().config, backend.config().gemm_tuned_text());
     EXPECT_TRUE(record.candidates.front().heuristic);
     EXPECT_GT(record.heuristic_ms, 0.0);
     KernelCache cache(db());
@@ -131,9 +132,57 @@ TEST_F(TunerHost, QuantizeTunedByteExactAndUsedByEngine) {
   const TensorView in{nullptr, DType::bf16, 100, 128, 0};  // rows 100: same bucket as 96
   const host::HostConfig cfg = backend->quantize_config_for(recipe, Role::xt, in);
   EXPECT_EQ(cfg.text(), r.winner);
+  // Engine's quantize takes it: the kernel of that config is built, and the bytes still match the
+  // reference backend's.
+  {
+    KernelCache cache(db());
+    EXPECT_FALSE(cache_has_kernel_with(cache, "config=" + r.winner));
+  }
+  const std::vector<std::uint8_t> x = random_source(128, 128, DType::bf16, 3);  // bucket of 96
+  const TensorView xv{const_cast<std::uint8_t*>(x.data()), DType::bf16, 128, 128, 0};
+  const QuantLayout l = quant_layout(recipe, Role::xt, 128, 128);
+  OperandBuffers got(l, false), want(l, false);
+  EngineOptions eo;
+  eo.backend = BackendKind::host;
+  eo.cache_path = db();
+  Engine(eo).quantize(recipe, Role::xt, xv, got.view());
+  eo.backend = BackendKind::reference;
+  Engine(eo).quantize(recipe, Role::xt, xv, want.view());
+  EXPECT_TRUE(got.same_as(want));
+  {
+    KernelCache cache(db());
+    EXPECT_TRUE(cache_has_kernel_with(cache, "config=" + r.winner));
+  }
   const host::HostConfig untuned =
       backend->quantize_config_for(recipe, Role::xt, TensorView{nullptr, DType::bf16, 200, 128, 0});
   EXPECT_EQ(untuned.text(), backend->config().text());
+}
+
+TEST_F(TunerHost, SpacePrunesAndHoldsTaskGranularity) {
+  host::HostConfig base;
+  base.vector_width = 8;
+  base.gemm_mr = 4;
+  base.gemm_nr = 16;
+  base.gemm_mc = 64;
+  std::vector<CandidateResult> pruned;
+  const auto space = host_gemm_space(base, 256, 4096, 4096, 4096, &pruned);
+  EXPECT_EQ(space.front().candidate.config, base.gemm_tuned_text());
+  bool np = false;
+  for (const auto& c : space) {
+    EXPECT_NO_THROW(c.config.validate());
+    const int nv = c.config.gemm_nr / c.config.vector_width;
+    EXPECT_LE(c.config.gemm_mr * nv + nv + 1, 16) << c.candidate.config;
+    np = np || c.config.gemm_np > 0;
+  }
+  EXPECT_TRUE(np);
+  bool registers = false;
+  for (const auto& p : pruned)
+    registers = registers || p.reason.find("registers") != std::string::npos;
+  EXPECT_TRUE(registers);
+  // A small problem keeps one of each block size that covers it.
+  std::vector<CandidateResult> small_pruned;
+  const auto small = host_gemm_space(base, 256, 8, 16, 32, &small_pruned);
+  EXPECT_LT(small.size(), space.size());
 }
 
 TEST_F(TunerHost, EngineFallsBackWhenTheStoredConfigIsUnusable) {
