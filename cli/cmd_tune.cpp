@@ -2,7 +2,7 @@
 //             --model NAME --tokens N) [--devices 0,1] [--out-dtype D] [--cache PATH]
 //             [--max-candidates N] [--budget-ms T] [--no-quantize] [--retune] [--json]
 //             [--report FILE.html [--peers FILE.json ...]]
-// Tunes every GEMM (and, on the host, every quantize kernel) of the workload for this device and
+// Tunes every GEMM and quantize kernel of the workload for this device and
 // stores each result, with every candidate's time, in the kernel cache, where Engine finds it.
 // Resumable: problems already tuned for this device are skipped (--retune measures them again).
 #include <unistd.h>
@@ -215,12 +215,8 @@ void run_tune(const TuneCliOptions& o) {
 
   std::vector<JobSpec> specs;
   for (const tuner::GemmProblem& g : w.gemms) specs.push_back({true, g, {}});
-  if (!o.no_quantize && !cuda)
+  if (!o.no_quantize)
     for (const tuner::QuantizeProblem& q : w.quantizes) specs.push_back({false, {}, q});
-  if (!o.no_quantize && cuda && !w.quantizes.empty())
-    fmt::print(stderr,
-               "tune: CUDA quantize kernels keep their heuristic configs (their tuning runs on the "
-               "host backend only)\n");
 
   tuner::TuneOptions topts;
   topts.timing.budget_ms = o.budget_ms > 0 ? o.budget_ms : 100.0;
@@ -272,7 +268,9 @@ void run_tune(const TuneCliOptions& o) {
           }
           KernelCache store(cache_path);
           run_jobs(specs, next, outcomes, store, topts, o.retune, view, [&](const JobSpec& s) {
-            return tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out);
+            return s.gemm ? tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out)
+                          : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows,
+                                                     s.q.cols, DType::bf16);
           });
         } catch (const Error& e) {
           std::lock_guard lock(error_mutex);
@@ -356,7 +354,7 @@ void run_tune(const TuneCliOptions& o) {
 void add_tune_command(CLI::App& app) {
   auto o = std::make_shared<TuneCliOptions>();
   CLI::App* cmd = app.add_subcommand("tune",
-                                     "Tune the GEMM (and host quantize) kernels of shapes or a "
+                                     "Tune the GEMM and quantize kernels of shapes or a "
                                      "model for this device; results go to the kernel cache");
   cmd->add_option("--recipe,-r", o->recipe, "Recipe text, e.g. nvfp4")->required();
   cmd->add_option("--backend", o->backend, "auto, host or cuda")

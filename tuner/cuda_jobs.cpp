@@ -196,7 +196,115 @@ class CudaGemmJob final : public TuneJob {
   Events events_;
 };
 
+class CudaQuantizeJob final : public TuneJob {
+ public:
+  CudaQuantizeJob(cuda::CudaBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
+                  std::int64_t cols, DType in)
+      : backend_(backend),
+        recipe_(recipe),
+        role_(role),
+        rows_(rows),
+        cols_(cols),
+        in_(in),
+        layout_(quant_layout(recipe, role, rows, cols)) {}
+
+  TuningKey key() const override {
+    return quantize_tuning_key(backend_.identity(), recipe_, role_, rows_, cols_, in_);
+  }
+  std::string label() const override {
+    return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
+  }
+  double work() const override {
+    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
+                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
+  }
+  std::string unit() const override { return "GB/s"; }
+
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    space_ = cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned);
+    std::vector<Candidate> out;
+    for (const CudaQuantizeCandidate& c : space_) out.push_back(c.candidate);
+    return out;
+  }
+
+  void prepare() override {
+    const std::vector<std::uint8_t> x = random_source(rows_, cols_, in_, 21);
+    const bool occ = recipe_[role_].occ;
+    expected_ = std::make_unique<OperandBuffers>(layout_, occ);
+    EngineOptions o;
+    o.backend = BackendKind::reference;
+    Engine ref(o);
+    ref.quantize(recipe_, role_,
+                 TensorView{const_cast<std::uint8_t*>(x.data()), in_, rows_, cols_, 0},
+                 expected_->view(), {.seed = 5});
+    const auto set_bytes = static_cast<std::int64_t>(work());
+    const int sets =
+        static_cast<int>(std::clamp<std::int64_t>(2 * 50'000'000 / set_bytes + 1, 1, 8));
+    for (int i = 0; i < sets; ++i) {
+      src_.push_back(std::make_unique<cuda::DeviceBuffer>(x.size()));
+      src_.back()->upload(x.data(), x.size());
+      out_.push_back(std::make_unique<DeviceOperand>(layout_, occ));
+    }
+  }
+
+  void compile(const Candidate& c) override {
+    const CudaQuantizeCandidate& q = find(c);
+    cuda::DeviceInfo d = backend_.device();
+    d.rows_config = q.config.rows ? &*q.config.rows : nullptr;
+    d.tile_config = q.config.tile ? &*q.config.tile : nullptr;
+    // Every kernel of the candidate's plan (the tuned one and its helpers) into the cache.
+    for (const codegen::KernelSource& k : cuda_quantize_plan(recipe_, role_, rows_, cols_, in_, d))
+      cuda::kernel_binary(k, backend_.cache());
+  }
+
+  std::optional<std::string> verify(const Candidate& c) override {
+    out_[0]->codes.fill(0xee);
+    run(find(c), 0);
+    cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (quantize candidate)");
+    OperandBuffers got(layout_, false);
+    out_[0]->download(layout_, got);
+    if (got.same_values_as(*expected_)) return std::nullopt;
+    return std::string("codes, scales or tensor scale differ from the reference backend's");
+  }
+
+  double run_ms(const Candidate& c, int iteration) override {
+    const CudaQuantizeCandidate& q = find(c);
+    return events_.ms([&] { run(q, iteration); });
+  }
+
+ private:
+  const CudaQuantizeCandidate& find(const Candidate& c) const {
+    for (const CudaQuantizeCandidate& q : space_)
+      if (q.candidate.config == c.config) return q;
+    fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+  }
+  void run(const CudaQuantizeCandidate& q, int iteration) {
+    const auto s = static_cast<std::size_t>(iteration) % src_.size();
+    backend_.quantize_with(&q.config, recipe_, role_,
+                           TensorView{src_[s]->get(), in_, rows_, cols_, 0}, out_[s]->view(),
+                           {.seed = 5}, nullptr);
+  }
+
+  cuda::CudaBackend& backend_;
+  Recipe recipe_;
+  Role role_;
+  std::int64_t rows_, cols_;
+  DType in_;
+  QuantLayout layout_;
+  std::vector<CudaQuantizeCandidate> space_;
+  std::unique_ptr<OperandBuffers> expected_;
+  std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;
+  std::vector<std::unique_ptr<DeviceOperand>> out_;
+  Events events_;
+};
+
 }  // namespace
+
+std::unique_ptr<TuneJob> cuda_quantize_job(cuda::CudaBackend& backend, const Recipe& recipe,
+                                           Role role, std::int64_t rows, std::int64_t cols,
+                                           DType in) {
+  return std::make_unique<CudaQuantizeJob>(backend, recipe, role, rows, cols, in);
+}
 
 std::unique_ptr<TuneJob> cuda_gemm_job(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op,
                                        const GemmShape& shape, DType out) {

@@ -154,4 +154,111 @@ std::vector<CudaTileCandidate> cuda_tile_space(const OperandSpec* row, const Ope
   return out;
 }
 
+namespace {
+
+// Fake, aligned, never dereferenced addresses for planning without a device.
+void* fake(int i) {
+  return reinterpret_cast<void*>(cuda::Arena::kCountingBase * 2 +
+                                 static_cast<std::uintptr_t>(i) * 4096);
+}
+
+cuda::Plan plan_for(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+                    const cuda::DeviceInfo& device) {
+  const TensorView src{fake(0), in, rows, cols, 0};
+  QuantizedView out;
+  out.codes = static_cast<std::uint8_t*>(fake(1));
+  out.scales = fake(2);
+  out.tensor_scale = static_cast<float*>(fake(3));
+  out.amax = static_cast<float*>(fake(4));
+  if (recipe[role].occ) {
+    out.residual_index = static_cast<std::int64_t*>(fake(5));
+    out.residual_value = static_cast<float*>(fake(6));
+    out.residual_count = static_cast<std::int64_t*>(fake(7));
+    out.residual_capacity = rows * cols / 8 + 1024;
+  }
+  cuda::Arena arena;
+  return cuda::plan_quantize(recipe, role, src, out, nullptr, QuantizeArgs{}, device, arena);
+}
+
+std::string config_of(const std::string& key_text) {
+  const auto at = key_text.find(";config=");
+  if (at == std::string::npos) return {};
+  const auto start = at + 8;
+  return key_text.substr(start, key_text.find(';', start) - start);
+}
+
+}  // namespace
+
+std::vector<codegen::KernelSource> cuda_quantize_plan(const Recipe& recipe, Role role,
+                                                      std::int64_t rows, std::int64_t cols,
+                                                      DType in, const cuda::DeviceInfo& device) {
+  std::vector<codegen::KernelSource> out;
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+    if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step)) out.push_back(l->kernel);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
+    const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+    const cuda::DeviceInfo& device) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+    if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step))
+      out.emplace_back(l->kernel.op, config_of(l->kernel.key_text));
+  return out;
+}
+
+std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Role role,
+                                                       std::int64_t rows, std::int64_t cols,
+                                                       DType in, const cuda::DeviceInfo& device,
+                                                       std::vector<CandidateResult>* pruned) {
+  cuda::DeviceInfo plain = device;
+  plain.rows_config = nullptr;
+  plain.tile_config = nullptr;
+  std::string heuristic;
+  bool rows_kernel = false, tile_kernel = false;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, plain)) {
+    const bool r = op == "quantize_rows", t = op == "quantize_tile";
+    rows_kernel = rows_kernel || r;
+    tile_kernel = tile_kernel || t;
+    if (heuristic.empty() && (r || t)) heuristic = (r ? "rows:" : "tile:") + config;
+  }
+  if (heuristic.empty())
+    fail(ErrorKind::unsupported,
+         "quantize {} {}x{}: its plan launches no quantize_rows or quantize_tile kernel",
+         name(role), rows, cols);
+  std::vector<CudaQuantizeCandidate> out{
+      {cuda::parse_quantize_tuning(heuristic), Candidate{heuristic, true}}};
+  std::vector<cuda::QuantizeTuning> options;
+  if (rows_kernel)
+    for (const CudaRowsCandidate& c : cuda_rows_space(recipe[role], in, nullptr))
+      options.push_back({c.config, {}});
+  const bool transposed = role_info(role).transposed;
+  if (tile_kernel)
+    for (const CudaTileCandidate& c :
+         cuda_tile_space(transposed ? nullptr : &recipe[role], transposed ? &recipe[role] : nullptr,
+                         in, pruned))
+      options.push_back({{}, c.config});
+  std::set<std::string> seen{heuristic};
+  for (const cuda::QuantizeTuning& q : options) {
+    const std::string text = q.text();
+    if (!seen.insert(text).second) continue;
+    cuda::DeviceInfo d = plain;
+    d.rows_config = q.rows ? &*q.rows : nullptr;
+    d.tile_config = q.tile ? &*q.tile : nullptr;
+    bool applied = false;
+    for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, d))
+      applied = applied || config == text.substr(5);
+    if (!applied) {
+      if (pruned != nullptr)
+        pruned->push_back(pruned_candidate(
+            text, false, "not valid for this operand's kernel (the plan keeps its own)"));
+      continue;
+    }
+    out.push_back({q, Candidate{text, false}});
+  }
+  order_by_distance(out);
+  return out;
+}
+
 }  // namespace fp4jit::tuner

@@ -19,6 +19,7 @@
 
 #include "codegen/gemm.hpp"
 #include "codegen/kernels.hpp"
+#include "runtime/cuda/plan.hpp"
 #include "tuner/tuner.hpp"
 
 namespace fp4jit::tuner {
@@ -44,5 +45,25 @@ std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
                                                std::vector<CandidateResult>* pruned);
 std::vector<CudaTileCandidate> cuda_tile_space(const OperandSpec* row, const OperandSpec* col,
                                                DType in, std::vector<CandidateResult>* pruned);
+
+// The candidates for quantizing operand `role` from a [rows, cols] tensor of `in`: configs of the
+// kernel kind its plan launches (quantize_rows or quantize_tile), the plan's own first. Each is
+// planned on the host (no device) and pruned when the plan sets it aside for that operand.
+struct CudaQuantizeCandidate {
+  cuda::QuantizeTuning config;
+  Candidate candidate;  // text: QuantizeTuning::text()
+};
+std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Role role,
+                                                       std::int64_t rows, std::int64_t cols,
+                                                       DType in, const cuda::DeviceInfo& device,
+                                                       std::vector<CandidateResult>* pruned);
+// The kernels a quantize plan with `device`'s overrides launches (planned on the host).
+std::vector<codegen::KernelSource> cuda_quantize_plan(const Recipe& recipe, Role role,
+                                                      std::int64_t rows, std::int64_t cols,
+                                                      DType in, const cuda::DeviceInfo& device);
+// The same as (op, config text) per launch.
+std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
+    const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+    const cuda::DeviceInfo& device);
 
 }  // namespace fp4jit::tuner

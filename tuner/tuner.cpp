@@ -85,12 +85,12 @@ TuningRecord tune(TuneJob& job, const TuneOptions& options, const ProgressFn& pr
     if (c.heuristic) record.heuristic = c.config;
   for (const CandidateResult& p : pruned)
     if (p.heuristic) record.heuristic = p.config;
-  job.prepare();
-
   const int threads = options.compile_threads > 0
                           ? options.compile_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Compiles start first: the inputs and the reference result are made while they run.
   CompilePool pool(job, candidates, threads);
+  job.prepare();
   if (!options.overlap) pool.wait_all();
   Progress p{job.label(), 0, static_cast<int>(candidates.size()), nullptr};
   for (std::size_t i = 0; i < candidates.size(); ++i) {

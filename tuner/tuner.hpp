@@ -33,7 +33,7 @@ class TuneJob {
   // Inputs (enough sets to rotate over more than the last-level cache) and the reference result.
   virtual void prepare() = 0;
   // Builds the candidate's kernels (or finds them in the cache). Called from pool threads, several
-  // at once; throws Error on failure.
+  // at once, and while prepare() runs (it must not need its inputs); throws Error on failure.
   virtual void compile(const Candidate& c) = 0;
   // Runs the candidate once on the first input set and compares with the reference: nullopt when
   // it matches, else what differs. Throws Error when the run itself fails.

@@ -22,8 +22,16 @@ class CudaBackend final : public Backend {
   BackendKind kind() const override { return BackendKind::cuda; }
   std::string description() const override { return description_; }
 
+  // The tuned config for (operand, row bucket, columns, input type, recipe) when the cache has one,
+  // else the heuristic's.
   void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                 const QuantizeArgs& args, void* stream) override;
+  // With an explicit config (null: the heuristic's), for the tuner; arguments unchecked.
+  void quantize_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                     const TensorView& in, const QuantizedView& out, const QuantizeArgs& args,
+                     void* stream);
+  std::optional<QuantizeTuning> tuned_quantize(const Recipe& recipe, Role role,
+                                               const TensorView& in);
   void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                      const QuantizedView& out, const QuantizedView& out_transposed,
                      const QuantizeArgs& args, void* stream) override;

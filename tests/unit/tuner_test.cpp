@@ -308,6 +308,50 @@ TEST(CudaSpace, QuantizeCandidatesValidate) {
   for (const auto& t : tiles)
     EXPECT_NO_THROW(t.config.validate(&recipe[Role::x], &recipe[Role::xt], DType::bf16));
 }
+TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
+  const cuda::QuantizeTuning rows = cuda::parse_quantize_tuning("rows:threads=128,unroll=2");
+  ASSERT_TRUE(rows.rows);
+  EXPECT_EQ(rows.text(), "rows:threads=128,unroll=2");
+  EXPECT_EQ(cuda::parse_quantize_tuning("tile:threads=256,tile=32x64").text(),
+            "tile:threads=256,tile=32x64");
+  EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=100,unroll=2"),
+               Error);  // not a warp multiple
+  EXPECT_THROW(cuda::parse_quantize_tuning("grid:threads=128"), Error);
+  EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=128"), Error);
+
+  const Recipe recipe = parse_recipe("nvfp4");
+  cuda::DeviceInfo d;
+  d.rows_config = &*rows.rows;
+  bool applied = false;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::x, 256, 512, DType::bf16, d))
+    applied = applied || (op == "quantize_rows" && config == "threads=128,unroll=2");
+  EXPECT_TRUE(applied) << "a tuned rows config reaches the plan";
+  // A tile config the operand's kernel cannot take is set aside for the heuristic's.
+  const codegen::TileConfig bad{1024, 8, 8};
+  cuda::DeviceInfo e;
+  e.tile_config = &bad;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::xt, 256, 512, DType::bf16, e))
+    EXPECT_NE(config, bad.text());
+}
+
+TEST(CudaSpace, QuantizeSpacesFollowTheKernelThePlanLaunches) {
+  for (const char* preset : {"nvfp4", "mxfp4"}) {
+    const Recipe recipe = parse_recipe(preset);
+    for (Role role : {Role::x, Role::xt, Role::w, Role::wt}) {
+      std::vector<CandidateResult> pruned;
+      const auto space =
+          cuda_quantize_space(recipe, role, 512, 1024, DType::bf16, cuda::DeviceInfo{}, &pruned);
+      ASSERT_GE(space.size(), 3u) << preset << " " << name(role);
+      EXPECT_TRUE(space.front().candidate.heuristic);
+      const std::string kind = space.front().candidate.config.substr(0, 5);
+      for (const auto& c : space)
+        EXPECT_EQ(c.candidate.config.substr(0, 5), kind) << "one kernel kind per operand";
+      if (role_info(role).transposed) {
+        EXPECT_EQ(kind, "tile:");
+      }
+    }
+  }
+}
 #endif
 
 }  // namespace
