@@ -7,7 +7,9 @@
 # $OUT.
 #   FP4JIT=build/fp4jit OUT=/tmp/out bash bench/tune_device.sh
 # Env: RECIPES (default "nvfp4 mxfp4"), MODEL (llama-7b), TOKENS (8192), PEERS (a peers.json from
-# ../shared/bench/peers.py, shown beside ours in the report), TUNE_ARGS (extra fp4jit tune options).
+# ../shared/bench/peers.py, shown beside ours in the report) or PEERS_PY (that script: run here
+# first, over every GEMM shape of LLaMA-7B's layers), TUNE_ARGS (extra fp4jit tune options, e.g.
+# --max-candidates 12 where compiling dominates the wall time).
 set -u
 FP4JIT=${FP4JIT:-build/fp4jit}
 OUT=${OUT:-/tmp/out}
@@ -22,6 +24,13 @@ say() { echo "=== $*" | tee -a "$LOG"; }
 say "device"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv 2>&1 | tee -a "$LOG"
 "$FP4JIT" --version 2>&1 | tee -a "$LOG"
+if [ -n "${PEERS_PY:-}" ] && [ -f "$PEERS_PY" ]; then
+  say "peers ($PEERS_PY)"
+  T=$TOKENS
+  python3 "$PEERS_PY" --shapes "${T}x4096x4096,${T}x11008x4096,${T}x4096x11008,4096x4096x${T},11008x4096x${T},4096x11008x${T}" \
+    --quant "${T}x4096" --out "$OUT/peers.json" 2>&1 | tail -40 | tee -a "$LOG"
+  PEERS="$OUT/peers.json"
+fi
 PEER_ARGS=()
 [ -n "${PEERS:-}" ] && [ -f "$PEERS" ] && PEER_ARGS=(--peers "$PEERS")
 
@@ -29,11 +38,11 @@ for r in $RECIPES; do
   DB="$OUT/tune_$r.db"
   rm -f "$DB" "$DB"-wal "$DB"-shm
   say "tune $r: $MODEL, $TOKENS tokens, fresh cache $DB"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   FP4JIT_CACHE="$DB" "$FP4JIT" tune --backend cuda --recipe "$r" --model "$MODEL" --tokens "$TOKENS" \
     --report "$OUT/tune_$r.html" "${PEER_ARGS[@]}" ${TUNE_ARGS:-} 2>&1 | tee -a "$LOG"
-  end=$(date +%s.%N)
-  echo "tune $r wall time: $(echo "$end - $start" | bc) s (goal: under 120 s)" | tee -a "$LOG"
+  end=$(date +%s%N)
+  echo "tune $r wall time: $(( (end - start) / 1000000 )) ms (goal: under 120 s)" | tee -a "$LOG"
   FP4JIT_CACHE="$DB" "$FP4JIT" tune --backend cuda --recipe "$r" --model "$MODEL" --tokens "$TOKENS" --json \
     >"$OUT/tune_$r.json" 2>>"$LOG"
 

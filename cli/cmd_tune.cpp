@@ -55,7 +55,8 @@ struct JobSpec {
 struct Outcome {
   TuningRecord record;
   bool cached = false;
-  std::string error;  // tuning failed: no record
+  std::string error;     // tuning failed: no record
+  bool skipped = false;  // the backend has no kernel for the problem (error says why)
   std::string label;
 };
 
@@ -78,7 +79,8 @@ class ProgressView {
     ++done_;
     if (tty_) fmt::print(stderr, "\r\033[K");
     if (!o.error.empty()) {
-      fmt::print(stderr, "[{}/{}] {}: FAILED: {}\n", done_, total_, o.label, o.error);
+      fmt::print(stderr, "[{}/{}] {}: {}: {}\n", done_, total_, o.label,
+                 o.skipped ? "skipped" : "FAILED", o.error);
     } else {
       const TuningRecord& r = o.record;
       int ok = 0, pruned = 0;
@@ -127,6 +129,7 @@ nlohmann::json outcome_json(const Outcome& o) {
           {"problem", r.key.problem},
           {"cached", o.cached},
           {"error", o.error},
+          {"skipped", o.skipped},
           {"winner", r.winner},
           {"winner_ms", r.winner_ms},
           {"heuristic", r.heuristic},
@@ -180,6 +183,9 @@ void run_jobs(const std::vector<JobSpec>& specs, std::atomic<std::size_t>& next,
       if (!store.put_tuning(o.record))
         warn("tune: the result for {} could not be stored in {}", o.label, store.path());
     } catch (const Error& e) {
+      o.error = e.what();
+      o.skipped = e.kind() == ErrorKind::unsupported;
+    } catch (const std::exception& e) {
       o.error = e.what();
     }
     view.finished(o);
@@ -269,8 +275,8 @@ void run_tune(const TuneCliOptions& o) {
           KernelCache store(cache_path);
           run_jobs(specs, next, outcomes, store, topts, o.retune, view, [&](const JobSpec& s) {
             return s.gemm ? tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out)
-                          : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows,
-                                                     s.q.cols, DType::bf16);
+                          : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows, s.q.cols,
+                                                     DType::bf16);
           });
         } catch (const Error& e) {
           std::lock_guard lock(error_mutex);
@@ -288,12 +294,13 @@ void run_tune(const TuneCliOptions& o) {
   nlohmann::json doc{{"device", device},        {"backend", cuda ? "cuda" : "host"},
                      {"recipe", recipe.preset}, {"recipe_canonical", canonical(recipe)},
                      {"wall_s", wall_s},        {"results", nlohmann::json::array()}};
-  int failed = 0, gemms = 0, faster = 0;
+  int failed = 0, skipped = 0, gemms = 0, faster = 0;
   double log_speedup = 0.0;
   for (const Outcome& r : outcomes) {
     doc["results"].push_back(outcome_json(r));
     if (!r.error.empty()) {
-      ++failed;
+      failed += r.skipped ? 0 : 1;
+      skipped += r.skipped ? 1 : 0;
       continue;
     }
     if (r.record.key.kind == "gemm" && r.record.heuristic_ms > 0 && r.record.winner_ms > 0) {
@@ -311,7 +318,8 @@ void run_tune(const TuneCliOptions& o) {
                "speedup", "winner");
     for (const Outcome& r : outcomes) {
       if (!r.error.empty()) {
-        fmt::print("  {:<9} {:<34} failed: {}\n", "", r.label, r.error);
+        fmt::print("  {:<9} {:<34} {}: {}\n", "", r.label, r.skipped ? "skipped" : "failed",
+                   r.error);
         continue;
       }
       const TuningRecord& t = r.record;
@@ -324,11 +332,10 @@ void run_tune(const TuneCliOptions& o) {
                  t.winner, r.cached ? "  (cached)" : "");
     }
     fmt::print(
-        "wall time {:.1f} s; {} problems, {} failed; GEMMs: geometric-mean speedup {:.3f}x over "
-        "the heuristic, "
-        ">= 1.1x on {} of {}\n",
-        wall_s, outcomes.size(), failed, gemms > 0 ? std::exp(log_speedup / gemms) : 1.0, faster,
-        gemms);
+        "wall time {:.1f} s; {} problems, {} failed, {} skipped (no kernel on this backend); "
+        "GEMMs: geometric-mean speedup {:.3f}x over the heuristic, >= 1.1x on {} of {}\n",
+        wall_s, outcomes.size(), failed, skipped, gemms > 0 ? std::exp(log_speedup / gemms) : 1.0,
+        faster, gemms);
   }
   if (!o.report.empty()) {
     std::vector<nlohmann::json> peers;
