@@ -216,7 +216,8 @@ void run_tune(const TuneCliOptions& o) {
          "with --backend host");
   if (!cuda && o.devices != "0")
     fail(ErrorKind::invalid_argument, "tune: --devices applies to --backend cuda");
-  const DType out = parse_dtype(o.out_dtype);
+  [[maybe_unused]] const DType out = parse_dtype(o.out_dtype);
+  [[maybe_unused]] const std::vector<int> devices = parse_devices(o.devices);
   const std::string cache_path = o.cache.empty() ? KernelCache::default_path() : o.cache;
 
   std::vector<JobSpec> specs;
@@ -255,7 +256,6 @@ void run_tune(const TuneCliOptions& o) {
 #endif
   } else {
 #if defined(FP4JIT_HAVE_CUDA)
-    const std::vector<int> devices = parse_devices(o.devices);
     std::vector<std::thread> threads;
     std::mutex error_mutex;
     std::string first_error;
