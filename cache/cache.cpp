@@ -97,12 +97,23 @@ void KernelCache::Impl::move_aside(std::string_view why, std::string_view suffix
 // false when the cache must not be used (newer schema).
 bool KernelCache::Impl::check_or_init() {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    int app_id = 0, version = 0, tables = 0;
+    // One read snapshot: another process may be creating the schema at this moment, and the id,
+    // version and tables must be seen from the same side of its commit.
+    int app_id = 0, version = 0, tables = 0, ours = 0;
+    db.exec("BEGIN");
     int rc = db.query_int("PRAGMA application_id", &app_id);
     if (rc == SQLITE_OK) rc = db.query_int("PRAGMA user_version", &version);
-    if (rc == SQLITE_OK) rc = db.query_int("SELECT count(*) FROM sqlite_master", &tables);
+    if (rc == SQLITE_OK)
+      rc = db.query_int("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'", &tables);
+    if (rc == SQLITE_OK)
+      rc = db.query_int(
+          "SELECT count(*) FROM sqlite_master WHERE name IN ('binaries', 'tunings', "
+          "'tuning_candidates', 'tunings_by_model')",
+          &ours);
+    const int code = rc == SQLITE_OK ? SQLITE_OK : db.last_code();
+    db.exec("COMMIT");
     if (rc != SQLITE_OK) {
-      if (!is_corruption(db.last_code())) return false;
+      if (!is_corruption(code) && !is_corruption(rc)) return false;
       move_aside("not a valid SQLite database", "corrupt");
       if (!try_open(false)) return false;
       continue;
@@ -120,10 +131,8 @@ bool KernelCache::Impl::check_or_init() {
       continue;
     }
     if (tables > 0 && app_id == 0) {
-      // Tables but no id: another program's database, or our initialisation interrupted.
-      int ours = 0;
-      db.query_int("SELECT count(*) FROM sqlite_master WHERE name IN ('binaries', 'tunings', 'tuning_candidates', "
-                  "'tunings_by_model')", &ours);
+      // Tables but no id: another program's database (our own schema is created atomically
+      // with its id).
       if (ours == 0 || tables != ours) {
         move_aside("a database of another application", "foreign");
         if (!try_open(false)) return false;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <set>
 
@@ -187,6 +188,39 @@ TEST_F(TuningCacheTest, ProcessesStoringTuningsAtOnceLoseNothing) {
   ASSERT_TRUE(shared);
   EXPECT_EQ(shared->candidates.size(), 3u);  // one writer's rows, never a mix
   EXPECT_EQ(cache.list_tunings().size(), static_cast<std::size_t>(kProcesses * kEach + 1));
+}
+
+TEST_F(TuningCacheTest, ProcessesCreatingOneCacheAtOnceNeverMoveItAside) {
+  // Each round: four processes open a cache that does not exist yet; none may take another's
+  // half-seen schema for a foreign database.
+  for (int round = 0; round < 6; ++round) {
+    const std::string db = path(fmt::format("fresh{}.db", round));
+    std::vector<pid_t> children;
+    for (int p = 0; p < 4; ++p) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        std::atomic<int> warnings{0};
+        set_log_sink([&](LogLevel level, std::string_view m) {
+          if (level == LogLevel::warning) {
+            ++warnings;
+            fmt::print(stderr, "opener: {}\n", m);
+          }
+        });
+        KernelCache cache(db);
+        const bool ok = cache.enabled() && cache.put_tuning(record(fmt::format("p{}", p)));
+        _exit(ok && warnings == 0 ? 0 : 1);
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+    KernelCache cache(db);
+    EXPECT_EQ(cache.list_tunings().size(), 4u) << "round " << round;
+  }
 }
 
 TEST_F(TuningCacheTest, BundleExportsOneModelAndImportsIntoAFreshCache) {
