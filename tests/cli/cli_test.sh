@@ -287,11 +287,15 @@ case_compile() {  # ahead-of-time compile into a cache, then a run that must not
 
 case_tune() {  # tuner end to end on the host: shapes, model preset, resume, JSON, report, errors
   local db=$PWD/t.db
+  printf '{"gpu": "Peer GPU", "gemm": {"64x64x128": {"bf16": 0.5, "cublas_fp8_row": "error: n/a"}}}' >peers.json
   run_ok tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 --max-candidates 3 --budget-ms 5 \
-    --cache "$db" --no-quantize --report r.html
+    --cache "$db" --no-quantize --report r.html --peers peers.json
   grep -q 'fprop 64x64x128' out.txt || die "no result line"
   grep -q 'wall time' out.txt || die "no wall time"
   grep -q '<svg' r.html && grep -q 'winner' r.html || die "report has no chart"
+  grep -q 'bf16 (Peer GPU)' r.html || die "report does not show the peers"
+  expect_exit 1 "peers.*not JSON|not JSON" tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 \
+    --cache "$db" --report r2.html --peers out.txt
   ! grep -q '<script\|src=' r.html || die "report is not self-contained"
   run_ok cache tunings --cache "$db"
   grep -q 'gemm fprop m<=64 n=64 k=128' out.txt || die "tuning not stored"
