@@ -57,6 +57,7 @@ struct Outcome {
   bool cached = false;
   std::string error;     // tuning failed: no record
   bool skipped = false;  // the backend has no kernel for the problem (error says why)
+  bool done = false;     // taken by a device
   std::string label;
 };
 
@@ -169,6 +170,7 @@ void run_jobs(const std::vector<JobSpec>& specs, std::atomic<std::size_t>& next,
               bool retune, ProgressView& view, MakeJob make_job) {
   for (std::size_t i = next++; i < specs.size(); i = next++) {
     Outcome& o = outcomes[i];
+    o.done = true;
     try {
       std::unique_ptr<tuner::TuneJob> job = make_job(specs[i]);
       o.label = job->label();
@@ -185,6 +187,10 @@ void run_jobs(const std::vector<JobSpec>& specs, std::atomic<std::size_t>& next,
     } catch (const Error& e) {
       o.error = e.what();
       o.skipped = e.kind() == ErrorKind::unsupported;
+      if (e.kind() == ErrorKind::driver) {  // this device is unusable: it takes no more problems
+        view.finished(o);
+        return;
+      }
     } catch (const std::exception& e) {
       o.error = e.what();
     }
@@ -284,12 +290,21 @@ void run_tune(const TuneCliOptions& o) {
         }
       });
     for (auto& t : threads) t.join();
-    if (!first_error.empty()) fail(ErrorKind::driver, "tune: {}", first_error);
+    if (!first_error.empty()) fmt::print(stderr, "tune: {}\n", first_error);
 #else
     fail(ErrorKind::unsupported, "tune --backend cuda: fp4jit was built without the CUDA backend");
 #endif
   }
   const double wall_s = wall.ms() / 1000.0;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    Outcome& r = outcomes[i];
+    if (r.done) continue;
+    const JobSpec& js = specs[i];
+    r.label = js.gemm ? fmt::format("{} {}", name(js.g.op), gemm_shape_text(js.g.shape))
+                      : fmt::format("quantize {} {}x{}", name(js.q.role), js.q.rows, js.q.cols);
+    r.error =
+        "not tuned: no usable device was left (see above); run the same command again to resume";
+  }
 
   nlohmann::json doc{{"device", device},        {"backend", cuda ? "cuda" : "host"},
                      {"recipe", recipe.preset}, {"recipe_canonical", canonical(recipe)},

@@ -163,6 +163,8 @@ class CudaGemmJob final : public TuneJob {
     return reference_->check(h.data(), out_, shape_.n, 4e-3);
   }
 
+  bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
+
   double run_ms(const Candidate& c, int iteration) override {
     const CudaGemmCandidate& g = find(c);
     return events_.ms([&] { launch(g, iteration); });
@@ -266,6 +268,8 @@ class CudaQuantizeJob final : public TuneJob {
     if (got.same_values_as(*expected_)) return std::nullopt;
     return std::string("codes, scales or tensor scale differ from the reference backend's");
   }
+
+  bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
 
   double run_ms(const Candidate& c, int iteration) override {
     const CudaQuantizeCandidate& q = find(c);

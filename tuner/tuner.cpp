@@ -117,6 +117,11 @@ TuningRecord tune(TuneJob& job, const TuneOptions& options, const ProgressFn& pr
       } catch (const std::exception& e) {
         r.status = CandidateStatus::run_failed;
         r.reason = e.what();
+        if (!job.healthy())
+          fail(ErrorKind::driver,
+               "tuning {}: candidate {} left the device unusable ({}); restart the process (fp4jit "
+               "tune resumes where it stopped)",
+               job.label(), c.config, r.reason);
       }
     }
     if (c.heuristic && r.status == CandidateStatus::ok) record.heuristic_ms = r.median_ms;

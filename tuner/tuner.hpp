@@ -40,6 +40,10 @@ class TuneJob {
   virtual std::optional<std::string> verify(const Candidate& c) = 0;
   // Milliseconds of one call on input set `iteration` modulo the set count.
   virtual double run_ms(const Candidate& c, int iteration) = 0;
+  // False when a failed candidate left the device unusable (a CUDA fault poisons the context for
+  // the rest of the process): tuning then stops with Error(driver) instead of recording the
+  // remaining candidates as failures.
+  virtual bool healthy() { return true; }
 };
 
 struct TuneOptions {
@@ -59,7 +63,8 @@ struct Progress {
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
-// Tunes one job. Throws Error(internal) naming the job when no candidate is correct.
+// Tunes one job. Throws Error(internal) naming the job when no candidate is correct, and
+// Error(driver) when a candidate left the device unusable (nothing is recorded then).
 TuningRecord tune(TuneJob& job, const TuneOptions& options, const ProgressFn& progress = {});
 
 }  // namespace fp4jit::tuner

@@ -167,6 +167,47 @@ TEST(TunerDriver, RecordsEveryCandidateAndChoosesOnlyCorrectOnes) {
   }
 }
 
+// A fault that leaves the device unusable stops the tuning instead of failing every later
+// candidate (and no partial result is returned).
+class PoisonedJob final : public TuneJob {
+ public:
+  TuningKey key() const override { return TuningKey{{"m", "a", 1, "", "c"}, "gemm", "p", "r"}; }
+  std::string label() const override { return "poisoned"; }
+  double work() const override { return 1.0; }
+  std::string unit() const override { return "TFLOP/s"; }
+  std::vector<Candidate> candidates(std::vector<CandidateResult>*) override {
+    return {{"h", true}, {"fault", false}, {"after", false}};
+  }
+  void prepare() override {}
+  void compile(const Candidate&) override {}
+  std::optional<std::string> verify(const Candidate& c) override {
+    if (c.config == "fault") {
+      poisoned = true;
+      fail(ErrorKind::driver, "an illegal memory access was encountered");
+    }
+    return std::nullopt;
+  }
+  double run_ms(const Candidate&, int) override { return 1.0; }
+  bool healthy() override { return !poisoned; }
+  bool poisoned = false;
+};
+
+TEST(TunerDriver, AFaultThatPoisonsTheDeviceStopsTuning) {
+  PoisonedJob job;
+  TuneOptions o;
+  o.timing.min_repeats = 1;
+  o.timing.max_repeats = 1;
+  try {
+    tune(job, o);
+    FAIL() << "tuning went on after the device became unusable";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::driver);
+    EXPECT_NE(std::string(e.what()).find("candidate fault left the device unusable"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TunerDriver, CapKeepsTheFirstCandidatesAndRecordsTheRest) {
   ScriptedJob job;
   TuneOptions o;
