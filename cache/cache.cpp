@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "cache/sqlite_handle.hpp"
+#include "cache/cache_impl.hpp"
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 
@@ -22,33 +22,40 @@ namespace fp4jit {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
-constexpr int kApplicationId = 0x46503449;  // "FP4I"
-
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS binaries (
-  key_hash       TEXT PRIMARY KEY,
-  key_text       TEXT NOT NULL,
-  target         TEXT NOT NULL,
-  compiler       TEXT NOT NULL,
-  options        TEXT NOT NULL,
-  templates_hash TEXT NOT NULL,
-  source         TEXT NOT NULL,
-  symbol         TEXT NOT NULL,
-  binary         BLOB NOT NULL,
-  binary_sha256  TEXT NOT NULL,
-  compile_ms     REAL NOT NULL,
-  created_unix   INTEGER NOT NULL
-);
-)sql";
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 bool is_corruption(int code) { return code == SQLITE_CORRUPT || code == SQLITE_NOTADB; }
 
 }  // namespace
+
+std::int64_t cache_unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int in_write_transaction(SqliteDb& db, const std::function<bool()>& body) {
+  int rc = SQLITE_BUSY;
+  for (int waited = 0, pause = 1; waited < 60000; waited += pause, pause = pause < 64 ? pause * 2 : pause) {
+    rc = db.exec("BEGIN IMMEDIATE");
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+      sqlite3_sleep(pause);
+      continue;
+    }
+    if (rc != SQLITE_OK) return rc;
+    if (!body()) {
+      rc = db.last_code();
+      db.exec("ROLLBACK");
+      if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+        sqlite3_sleep(pause);
+        continue;
+      }
+      return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+    }
+    rc = db.exec("COMMIT");
+    if (rc == SQLITE_OK) return rc;
+    db.exec("ROLLBACK");
+    if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) return rc;
+    sqlite3_sleep(pause);
+  }
+  return rc;
+}
 
 std::string make_key_hash(const std::string& key_text, const std::string& target, const std::string& compiler,
                           const std::string& options, const std::string& templates_hash) {
@@ -69,19 +76,6 @@ std::string KernelCache::default_path() {
   return fmt::format("/tmp/fp4jit-{}/cache.db", getuid());
 }
 
-struct KernelCache::Impl {
-  std::string path;
-  SqliteDb db;
-  bool writable = false;
-  std::mutex mutex;
-
-  void open();
-  bool try_open(bool read_only);
-  bool check_or_init();
-  void move_aside(std::string_view why, std::string_view suffix);
-  void on_error(int code, std::string_view during);
-};
-
 bool KernelCache::Impl::try_open(bool read_only) {
   db = SqliteDb::open(path, read_only);
   if (!db) return false;
@@ -92,7 +86,7 @@ bool KernelCache::Impl::try_open(bool read_only) {
 
 void KernelCache::Impl::move_aside(std::string_view why, std::string_view suffix) {
   db = SqliteDb();
-  const std::string aside = fmt::format("{}.{}-{}-{}", path, suffix, unix_now(), getpid());
+  const std::string aside = fmt::format("{}.{}-{}-{}", path, suffix, cache_unix_now(), getpid());
   std::error_code ec;
   std::filesystem::rename(path, aside, ec);
   for (const char* extra : {"-wal", "-shm"}) std::filesystem::remove(path + extra, ec);
@@ -103,31 +97,42 @@ void KernelCache::Impl::move_aside(std::string_view why, std::string_view suffix
 // false when the cache must not be used (newer schema).
 bool KernelCache::Impl::check_or_init() {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    int app_id = 0, version = 0, tables = 0;
+    // One read snapshot: another process may be creating the schema at this moment, and the id,
+    // version and tables must be seen from the same side of its commit.
+    int app_id = 0, version = 0, tables = 0, ours = 0;
+    db.exec("BEGIN");
     int rc = db.query_int("PRAGMA application_id", &app_id);
     if (rc == SQLITE_OK) rc = db.query_int("PRAGMA user_version", &version);
-    if (rc == SQLITE_OK) rc = db.query_int("SELECT count(*) FROM sqlite_master", &tables);
+    if (rc == SQLITE_OK)
+      rc = db.query_int("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'", &tables);
+    if (rc == SQLITE_OK)
+      rc = db.query_int(
+          "SELECT count(*) FROM sqlite_master WHERE name IN ('binaries', 'tunings', "
+          "'tuning_candidates', 'tunings_by_model')",
+          &ours);
+    const int code = rc == SQLITE_OK ? SQLITE_OK : db.last_code();
+    db.exec("COMMIT");
     if (rc != SQLITE_OK) {
-      if (!is_corruption(db.last_code())) return false;
+      if (!is_corruption(code) && !is_corruption(rc)) return false;
       move_aside("not a valid SQLite database", "corrupt");
       if (!try_open(false)) return false;
       continue;
     }
-    if (app_id == kApplicationId && version == kSchemaVersion) return true;
-    if (app_id == kApplicationId && version > kSchemaVersion) {
+    if (app_id == kCacheApplicationId && version == kCacheSchemaVersion) return true;
+    if (app_id == kCacheApplicationId && version >= 1 && version < kCacheSchemaVersion) return migrate(version);
+    if (app_id == kCacheApplicationId && version > kCacheSchemaVersion) {
       warn("kernel cache {} was written by a newer fp4jit (schema {} > {}); caching disabled, file left as is",
-           path, version, kSchemaVersion);
+           path, version, kCacheSchemaVersion);
       return false;
     }
-    if (tables > 0 && app_id != kApplicationId && app_id != 0) {
+    if (tables > 0 && app_id != kCacheApplicationId && app_id != 0) {
       move_aside("a database of another application", "foreign");
       if (!try_open(false)) return false;
       continue;
     }
     if (tables > 0 && app_id == 0) {
-      // Tables but no id: another program's database, or our initialisation interrupted.
-      int ours = 0;
-      db.query_int("SELECT count(*) FROM sqlite_master WHERE name = 'binaries'", &ours);
+      // Tables but no id: another program's database (our own schema is created atomically
+      // with its id).
       if (ours == 0 || tables != ours) {
         move_aside("a database of another application", "foreign");
         if (!try_open(false)) return false;
@@ -137,8 +142,8 @@ bool KernelCache::Impl::check_or_init() {
     if (!writable) return false;
     // Fresh (or half-initialised) database: create the schema once, whoever comes first.
     const std::string init = fmt::format(
-        "BEGIN IMMEDIATE; {} PRAGMA application_id = {}; PRAGMA user_version = {}; COMMIT;", kSchema,
-        kApplicationId, kSchemaVersion);
+        "BEGIN IMMEDIATE; {} {} PRAGMA application_id = {}; PRAGMA user_version = {}; COMMIT;", kBinariesSchema,
+        kTuningsSchema, kCacheApplicationId, kCacheSchemaVersion);
     if (db.exec(init) != SQLITE_OK) {
       db.exec("ROLLBACK");
       warn("kernel cache {}: cannot create its schema ({}); caching disabled", path, db.last_message());
@@ -147,6 +152,29 @@ bool KernelCache::Impl::check_or_init() {
     return true;
   }
   return false;
+}
+
+// Schema 1 -> 2: the tuning tables are added; binaries stay as they are. Whoever takes the write
+// lock first migrates; the others find the new version inside their transaction.
+bool KernelCache::Impl::migrate(int from_version) {
+  if (!writable) {
+    debug("kernel cache {}: schema {} opened read-only; tunings unavailable", path, from_version);
+    return true;
+  }
+  const int rc = in_write_transaction(db, [&] {
+    int now = 0;
+    if (db.query_int("PRAGMA user_version", &now) != SQLITE_OK) return false;
+    if (now >= kCacheSchemaVersion) return true;
+    return db.exec(kTuningsSchema) == SQLITE_OK &&
+           db.exec(fmt::format("PRAGMA user_version = {}", kCacheSchemaVersion)) == SQLITE_OK;
+  });
+  if (rc != SQLITE_OK) {
+    warn("kernel cache {}: cannot migrate schema {} to {} ({}); caching disabled", path, from_version,
+         kCacheSchemaVersion, db.last_message());
+    return false;
+  }
+  debug("kernel cache {}: migrated schema {} to {}", path, from_version, kCacheSchemaVersion);
+  return true;
 }
 
 void KernelCache::Impl::open() {
@@ -187,23 +215,19 @@ KernelCache::~KernelCache() = default;
 bool KernelCache::enabled() const { return static_cast<bool>(impl_->db); }
 const std::string& KernelCache::path() const { return impl_->path; }
 
-std::optional<CacheEntry> KernelCache::get(const std::string& key_hash) {
-  std::lock_guard lock(impl_->mutex);
-  if (!impl_->db) return std::nullopt;
-  SqliteStmt st = impl_->db.prepare(
+std::optional<CacheEntry> read_binary_row(SqliteDb& db, const std::string& key_hash, int* rc,
+                                          bool* checksum_failed) {
+  *checksum_failed = false;
+  SqliteStmt st = db.prepare(
       "SELECT key_text, target, compiler, options, templates_hash, source, symbol, binary, binary_sha256, "
       "compile_ms, created_unix FROM binaries WHERE key_hash = ?1");
   if (!st) {
-    impl_->on_error(impl_->db.last_code(), "lookup");
+    *rc = db.last_code();
     return std::nullopt;
   }
   st.bind_text(1, key_hash);
-  const int rc = st.step_retrying();
-  if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) {
-    impl_->on_error(rc, "lookup");
-    return std::nullopt;
-  }
+  *rc = st.step_retrying();
+  if (*rc != SQLITE_ROW) return std::nullopt;
   CacheEntry e;
   e.key_hash = key_hash;
   e.key_text = st.column_text(0);
@@ -219,18 +243,39 @@ std::optional<CacheEntry> KernelCache::get(const std::string& key_hash) {
   e.compile_ms = st.column_double(9);
   e.created_unix = st.column_int64(10);
   if (sha256_hex(e.binary) != stored_sha) {
-    st = SqliteStmt();
-    warn("kernel cache {}: entry {} failed its checksum; removed (it will be recompiled)", impl_->path, key_hash);
-    if (impl_->writable) {
-      SqliteStmt del = impl_->db.prepare("DELETE FROM binaries WHERE key_hash = ?1");
-      if (del) {
-        del.bind_text(1, key_hash);
-        del.step();
-      }
-    }
+    *checksum_failed = true;
     return std::nullopt;
   }
   return e;
+}
+
+std::optional<CacheEntry> KernelCache::get(const std::string& key_hash) {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->db) {
+    int rc = SQLITE_OK;
+    bool bad = false;
+    std::optional<CacheEntry> e = read_binary_row(impl_->db, key_hash, &rc, &bad);
+    if (e) return e;
+    if (bad) {
+      warn("kernel cache {}: entry {} failed its checksum; removed (it will be recompiled)", impl_->path, key_hash);
+      if (impl_->writable) {
+        SqliteStmt del = impl_->db.prepare("DELETE FROM binaries WHERE key_hash = ?1");
+        if (del) {
+          del.bind_text(1, key_hash);
+          del.step();
+        }
+      }
+    } else if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+      impl_->on_error(rc, "lookup");
+    }
+  }
+  for (const auto& layer : impl_->bundles) {
+    int rc = SQLITE_OK;
+    bool bad = false;
+    if (std::optional<CacheEntry> e = read_binary_row(layer->db, key_hash, &rc, &bad)) return e;
+    if (bad) warn("bundle {}: entry {} failed its checksum; not used", layer->path, key_hash);
+  }
+  return std::nullopt;
 }
 
 bool KernelCache::put(const CacheEntry& entry) {
@@ -255,7 +300,7 @@ bool KernelCache::put(const CacheEntry& entry) {
   st.bind_blob(9, entry.binary);
   st.bind_text(10, sha256_hex(entry.binary));
   st.bind_double(11, entry.compile_ms);
-  st.bind_int64(12, unix_now());
+  st.bind_int64(12, cache_unix_now());
   const int rc = st.step_retrying();
   if (rc != SQLITE_DONE) {
     impl_->on_error(rc, "store");
@@ -301,7 +346,9 @@ std::int64_t KernelCache::clear() {
     impl_->on_error(impl_->db.last_code(), "clear");
     return 0;
   }
-  return sqlite3_changes(impl_->db.get());
+  const std::int64_t removed = sqlite3_changes(impl_->db.get());
+  impl_->db.exec("DELETE FROM tunings; DELETE FROM tuning_candidates;");
+  return removed;
 }
 
 }  // namespace fp4jit

@@ -3,12 +3,18 @@
 // (WAL, busy timeout). A cache problem never fails a caller: a corrupt or foreign database is
 // moved aside with a warning and rebuilt; a database that cannot be opened at all disables the
 // cache (every lookup misses, every store is dropped) with a warning.
+//
+// It also keeps tuning results (cache/tuning.hpp). Read-only bundles (cache/bundle.hpp) named by
+// FP4JIT_BUNDLES (colon-separated) are layered under the user database once the device is known
+// (use_bundles): lookups that miss the user database consult them in order.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "cache/tuning.hpp"
 
 namespace fp4jit {
 
@@ -50,9 +56,26 @@ class KernelCache {
   std::optional<CacheEntry> get(const std::string& key_hash);
   bool put(const CacheEntry& entry);  // false (with a warning) if it could not be stored
   std::vector<CacheEntry> list();     // every entry without its binary, newest first
-  std::int64_t clear();               // removes every entry; returns how many
+  std::int64_t clear();               // removes every entry and tuning; returns how many entries
+
+  // Tuning results. put_tuning replaces the row of the same key (with all its candidates) in one
+  // transaction; false (with a warning) if it could not be stored.
+  bool put_tuning(const TuningRecord& record);
+  std::optional<TuningRecord> get_tuning(const TuningKey& key);  // user database, then bundles
+  // The user database's tunings (of one device model, or all when empty), oldest first.
+  std::vector<TuningRecord> list_tunings(const std::string& gpu_model = {});
+
+  // Layers the bundles at `paths` (default: $FP4JIT_BUNDLES) read-only under the user database.
+  // Each is verified (every binary's SHA-256 and the content digest) and must be for `device`'s
+  // model, arch and compiler; one that is not is refused with a warning naming the mismatch and
+  // never consulted. Returns how many were layered.
+  int use_bundles(const DeviceIdentity& device);
+  int use_bundles(const DeviceIdentity& device, const std::vector<std::string>& paths);
+  std::vector<std::string> bundle_paths() const;  // the layered bundles, in lookup order
+  static std::vector<std::string> bundles_from_env();  // $FP4JIT_BUNDLES split at ':'
 
  private:
+  friend struct CacheAccess;  // bundle export / import (cache/bundle.cpp)
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

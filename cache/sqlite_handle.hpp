@@ -31,6 +31,10 @@ class SqliteStmt {
   void bind_double(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   void bind_int64(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
   // Steps, retrying while another connection holds a lock SQLite would not wait for itself
   // (the busy timeout covers most cases, not every WAL transition), for up to `max_wait_ms`.
   int step_retrying(int max_wait_ms = 60000) {
@@ -52,6 +56,8 @@ class SqliteStmt {
     const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, i));
     return p == nullptr ? std::vector<std::uint8_t>() : std::vector<std::uint8_t>(p, p + sqlite3_column_bytes(stmt_, i));
   }
+  int column_count() const { return sqlite3_column_count(stmt_); }
+  int column_type(int i) const { return sqlite3_column_type(stmt_, i); }
   double column_double(int i) const { return sqlite3_column_double(stmt_, i); }
   std::int64_t column_int64(int i) const { return sqlite3_column_int64(stmt_, i); }
 

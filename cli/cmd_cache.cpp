@@ -10,7 +10,7 @@ namespace fp4jit::cli {
 namespace {
 
 struct CacheOptions {
-  std::string cache, hash;
+  std::string cache, hash, gpu;
 };
 
 std::string path_of(const CacheOptions& o) { return o.cache.empty() ? KernelCache::default_path() : o.cache; }
@@ -69,6 +69,23 @@ void run_show(const CacheOptions& o) {
              full->source);
 }
 
+// One line per tuning: device model | problem | winner, its time and the heuristic's, candidates.
+void run_tunings(const CacheOptions& o) {
+  const auto cache = open_or_fail(path_of(o));
+  const auto tunings = cache->list_tunings(o.gpu);
+  for (const TuningRecord& t : tunings) {
+    int ok = 0, pruned = 0;
+    for (const CandidateResult& c : t.candidates) {
+      ok += c.status == CandidateStatus::ok ? 1 : 0;
+      pruned += c.status == CandidateStatus::pruned ? 1 : 0;
+    }
+    fmt::print("{} | {} | {} | {} | {:.4f} ms | heuristic {} {:.4f} ms | {} of {} measured candidates correct, {} pruned | {}\n",
+               t.key.device.gpu_model, t.key.problem, t.key.recipe.substr(0, t.key.recipe.find(':')), t.winner,
+               t.winner_ms, t.heuristic, t.heuristic_ms, ok, static_cast<int>(t.candidates.size()) - pruned, pruned, date_of(t.created_unix));
+  }
+  fmt::print("{} tunings in {}\n", tunings.size(), cache->path());
+}
+
 void run_clear(const CacheOptions& o) {
   const auto cache = open_or_fail(path_of(o));
   fmt::print("removed {} entries from {}\n", cache->clear(), cache->path());
@@ -88,7 +105,10 @@ void add_cache_commands(CLI::App& app) {
   CLI::App* show = cache->add_subcommand("show", "Everything about one entry, its generated source included");
   show->add_option("hash", o->hash, "The entry's hash or a unique prefix of it")->required();
   show->callback([o] { run_show(*o); });
-  cache->add_subcommand("clear", "Remove every entry")->callback([o] { run_clear(*o); });
+  CLI::App* tunings = cache->add_subcommand("tunings", "One line per tuning result: device model, problem, recipe, winner, times");
+  tunings->add_option("--gpu", o->gpu, "Only this device model");
+  tunings->callback([o] { run_tunings(*o); });
+  cache->add_subcommand("clear", "Remove every entry and tuning")->callback([o] { run_clear(*o); });
 }
 
 }  // namespace fp4jit::cli

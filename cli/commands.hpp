@@ -20,6 +20,8 @@ void add_dge_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_cache_commands(CLI::App& app);
 void add_bench_commands(CLI::App& app);
+void add_tune_command(CLI::App& app);
+void add_bundle_commands(CLI::App& app);
 
 // An option validator that accepts exactly `names` and says so otherwise.
 CLI::Validator one_of(const std::string& what, const std::vector<std::string>& names);

@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   fp4jit::cli::add_compile_command(app);
   fp4jit::cli::add_cache_commands(app);
   fp4jit::cli::add_bench_commands(app);
+  fp4jit::cli::add_tune_command(app);
+  fp4jit::cli::add_bundle_commands(app);
   app.footer(  // after the subcommands, which would otherwise inherit it
 
       "Examples:\n"
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
       "  fp4jit dequantize --in x.q --out y.npy\n"
       "  fp4jit compile --arch sm_90a --recipe nvfp4 --gemm 8192x4096x4096\n"
       "  fp4jit bench gemm --recipe nvfp4 --gemm 8192x4096x4096\n"
+      "  fp4jit tune --recipe nvfp4 --model llama-7b --tokens 8192\n"
+      "  fp4jit export --gpu 'NVIDIA H100 80GB HBM3' -o h100.fp4b\n"
       "  fp4jit cache list\n"
       "Run 'fp4jit COMMAND --help' for a command's options.");
   try {

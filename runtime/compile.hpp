@@ -29,13 +29,12 @@ std::vector<CompiledKernelInfo> compile_recipe(const Recipe& recipe, const std::
                                                KernelCache* cache, std::span<const DType> dtypes,
                                                int jobs = 0);
 
-// The kernels of the GEMMs named by `requests` (core/gemm.hpp: a linear layer's three, or one)
-// (and the OCC compensation, where the recipe has it) on `target`, for output types `outs`, with the
+// The kernels of the GEMMs the requests stand for (a layer's three, or one; core/gemm.hpp), and the
+// OCC compensation where the recipe has it, on `target`, for output types `outs`, with the
 // configs the heuristic picks for each shape (assuming default_sm_count(target) SMs), compiled
 // like compile_recipe. GEMMs the target has no kernel for are skipped and named in `skipped`.
 std::vector<CompiledKernelInfo> compile_gemms(const Recipe& recipe, const std::string& target,
-                                              KernelCache* cache,
-                                              std::span<const GemmRequest> requests,
+                                              KernelCache* cache, std::span<const GemmRequest> requests,
                                               std::span<const DType> outs, int jobs = 0,
                                               std::vector<std::string>* skipped = nullptr);
 

@@ -17,6 +17,10 @@ std::string HostConfig::gemm_text() const {
                      gemm_mc);
 }
 
+std::string HostConfig::gemm_tuned_text() const {
+  return gemm_np == 0 ? gemm_text() : fmt::format("{},np={}", gemm_text(), gemm_np);
+}
+
 void HostConfig::validate() const {
   const auto bad = [&](const char* what) {
     fail(ErrorKind::invalid_argument, "host config {} ({}): {}", text() + "," + gemm_text(),
@@ -31,6 +35,7 @@ void HostConfig::validate() const {
     bad("nr must be 1..8 vectors of vw lanes");
   if (gemm_kc < 1 || gemm_kc > 4096) bad("kc must lie in 1..4096");
   if (gemm_mc < gemm_mr || gemm_mc % gemm_mr != 0) bad("mc must be a multiple of mr");
+  if (gemm_np < 0 || gemm_np > 64) bad("np must lie in 0..64");
   if (threads < 0) bad("threads must be >= 0");
 }
 
@@ -64,11 +69,13 @@ HostConfig parse_host_config(const std::string& text, HostConfig c) {
       c.gemm_kc = v;
     else if (key == "mc")
       c.gemm_mc = v;
+    else if (key == "np")
+      c.gemm_np = v;
     else if (key == "threads")
       c.threads = v;
     else
       fail(ErrorKind::invalid_argument,
-           "host config '{}': unknown key '{}' (valid: vw, band, unroll, mr, nr, kc, mc, threads)",
+           "host config '{}': unknown key '{}' (valid: vw, band, unroll, mr, nr, kc, mc, np, threads)",
            text, key);
   }
   c.validate();

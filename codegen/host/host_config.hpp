@@ -17,15 +17,19 @@ struct HostConfig {
   int gemm_nr = 32;  // a multiple of vector_width
   int gemm_kc = 256;
   int gemm_mc = 96;  // rows of A per task (a multiple of mr)
+  // panels of nr columns per task (0: chosen per shape, about four tasks per thread); a launch
+  // parameter only: it decides no binary
+  int gemm_np = 0;
   // worker threads (0: every core); decides no binary, so it is not part of a kernel key
   int threads = 0;
 
   std::string text() const;       // the parameters that decide quantize/dequantize/dge binaries
   std::string gemm_text() const;  // ... and GEMM binaries
+  std::string gemm_tuned_text() const;  // gemm_text() and, when set, np: a tuned GEMM config
   void validate() const;          // throws Error(invalid_argument)
 };
 
-// Parses "vw=8,band=32,unroll=2,mr=4,nr=16,kc=128,mc=64,threads=2" over `base` (any subset).
+// Parses "vw=8,band=32,unroll=2,mr=4,nr=16,kc=128,mc=64,np=4,threads=2" over `base` (any subset).
 HostConfig parse_host_config(const std::string& text, HostConfig base = {});
 
 // Arguments of the quantize kernels. Every field is 8 bytes: the IR reads field i at byte 8 * i.

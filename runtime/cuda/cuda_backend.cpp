@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/log.hpp"
 #include "core/quantized.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 
@@ -61,6 +62,11 @@ CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
   char name[256] = {};
   check(d_.device_get_name(name, sizeof name, device_), "cuDeviceGetName");
   const Nvrtc& nvrtc = Nvrtc::get();
+  const DeviceIdentity id{name, info_.target, info_.sm_count,
+                          fmt::format("{}.{}", d_.version / 1000, (d_.version % 1000) / 10),
+                          nvrtc.compiler()};
+  if (cache_) cache_->use_bundles(id);
+  tuned_ = std::make_unique<TunedConfigs>(cache_.get(), id);
   description_ =
       fmt::format("cuda: {} ({}, {} SMs), {}, driver {}.{}, cache {}", name, info_.target,
                   info_.sm_count, nvrtc.compiler(), d_.version / 1000, (d_.version % 1000) / 10,
@@ -115,8 +121,35 @@ void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
   check_device_pointer(out.codes, "quantize output codes");
   check_aligned(out.codes, 8, "quantize output codes");
   check_aligned(out.scales, 4, "quantize output scales");
+  const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in);
+  quantize_with(tuned ? &*tuned : nullptr, recipe, role, in, out, args, stream);
+}
+
+std::optional<QuantizeTuning> CudaBackend::tuned_quantize(const Recipe& recipe, Role role,
+                                                          const TensorView& in) {
+  const TuningKey key =
+      quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
+  const std::optional<std::string> winner = tuned_->winner(key);
+  if (!winner) return std::nullopt;
+  try {
+    return parse_quantize_tuning(*winner);
+  } catch (const Error& e) {
+    warn("tuned quantize config '{}' for {} is not usable ({}); using the heuristic", *winner,
+         key.problem, e.what());
+    return std::nullopt;
+  }
+}
+
+void CudaBackend::quantize_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                                const TensorView& in, const QuantizedView& out,
+                                const QuantizeArgs& args, void* stream) {
+  DeviceInfo info = info_;
+  if (config != nullptr) {
+    info.rows_config = config->rows ? &*config->rows : nullptr;
+    info.tile_config = config->tile ? &*config->tile : nullptr;
+  }
   run(stream,
-      [&](Arena& a) { return plan_quantize(recipe, role, in, out, nullptr, args, info_, a); });
+      [&](Arena& a) { return plan_quantize(recipe, role, in, out, nullptr, args, info, a); });
 }
 
 void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,

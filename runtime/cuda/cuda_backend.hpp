@@ -2,12 +2,15 @@
 // in the device's primary context, with stream-ordered scratch memory.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/backend.hpp"
+#include "codegen/gemm.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/modules.hpp"
 #include "runtime/cuda/plan.hpp"
+#include "runtime/tuning_keys.hpp"
 
 namespace fp4jit::cuda {
 
@@ -19,8 +22,16 @@ class CudaBackend final : public Backend {
   BackendKind kind() const override { return BackendKind::cuda; }
   std::string description() const override { return description_; }
 
+  // The tuned config for (operand, row bucket, columns, input type, recipe) when the cache has one,
+  // else the heuristic's.
   void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                 const QuantizeArgs& args, void* stream) override;
+  // With an explicit config (null: the heuristic's), for the tuner; arguments unchecked.
+  void quantize_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                     const TensorView& in, const QuantizedView& out, const QuantizeArgs& args,
+                     void* stream);
+  std::optional<QuantizeTuning> tuned_quantize(const Recipe& recipe, Role role,
+                                               const TensorView& in);
   void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                      const QuantizedView& out, const QuantizedView& out_transposed,
                      const QuantizeArgs& args, void* stream) override;
@@ -28,12 +39,25 @@ class CudaBackend final : public Backend {
                   std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
                   void* stream) override;
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
-  // In gemm_launch.cpp.
+  // In gemm_launch.cpp. The tuned choice for (op, M bucket, N, K, out, recipe) when the cache
+  // (or a bundle) holds one, else the heuristic's.
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
             const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
             void* stream) override;
 
+  // One GEMM with an explicit choice (null: the heuristic's), for the tuner.
+  void launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+                   const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
+                   void* stream, const codegen::GemmChoice* choice);
+  // The tuned choice for a GEMM, or nullopt (no result, or one that no longer validates).
+  std::optional<codegen::GemmChoice> tuned_gemm_choice(const Recipe& recipe, GemmOp op,
+                                                       const GemmShape& shape, DType out);
+
   const DeviceInfo& device() const { return info_; }
+  const DeviceIdentity& identity() const { return tuned_->device(); }
+  TunedConfigs& tuned() { return *tuned_; }
+  KernelCache* cache() { return cache_.get(); }
+  CUcontext context() const { return ctx_; }
   ModuleRegistry::Counts kernel_counts() const { return modules_->counts(); }
   // Bytes the last call's kernels moved (estimate: every read and write of global memory once).
   std::int64_t last_bytes() const { return last_bytes_; }
@@ -49,6 +73,7 @@ class CudaBackend final : public Backend {
   DeviceInfo info_;
   std::unique_ptr<KernelCache> cache_;
   std::unique_ptr<ModuleRegistry> modules_;
+  std::unique_ptr<TunedConfigs> tuned_;
   std::string description_;
   std::int64_t last_bytes_ = 0;
 };

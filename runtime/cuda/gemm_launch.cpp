@@ -4,6 +4,7 @@
 // compensation kernels when asked for.
 #include <fmt/format.h>
 
+#include "core/log.hpp"
 #include "gemm/params.cuh"
 #include "runtime/cuda/cuda_backend.hpp"
 #include "runtime/cuda/gemm_plan.hpp"
@@ -130,9 +131,35 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   check_alignment(out.data, dtype_size(out.dtype), "output");
   check_alignment(epilogue.bias, 4, "bias");
 
+  const std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
+  launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, tuned ? &*tuned : nullptr);
+}
+
+std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& recipe, GemmOp op,
+                                                                  const GemmShape& shape,
+                                                                  DType out) {
+  const TuningKey key = gemm_tuning_key(identity(), recipe, op, shape, std::string(name(out)));
+  const std::optional<std::string> winner = tuned_->winner(key);
+  if (!winner) return std::nullopt;
+  try {
+    const codegen::GemmSpec spec =
+        codegen::gemm_spec(recipe, op, shape.n, shape.k, out, info_.target);
+    return parse_gemm_choice(*winner, spec, shape.m, info_.sm_count, info_.target);
+  } catch (const Error& e) {
+    warn("tuned GEMM choice '{}' for {} is not usable ({}); using the heuristic", *winner,
+         key.problem, e.what());
+    return std::nullopt;
+  }
+}
+
+void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
+                              const QuantizedView& b, const GemmShape& shape, const TensorView& out,
+                              const GemmEpilogue& epilogue, void* stream,
+                              const codegen::GemmChoice* choice) {
+  const GemmLayouts l = gemm_layouts(recipe, op, shape);
   ContextGuard guard(d_, ctx_);
   const auto s = static_cast<CUstream>(stream);
-  const GemmPlan plan = plan_gemm(recipe, op, shape, out.dtype, info_);
+  const GemmPlan plan = plan_gemm(recipe, op, shape, out.dtype, info_, choice);
   const bool occ = epilogue.occ_weight.data != nullptr;
   if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight");
 

@@ -1,6 +1,10 @@
 #include "runtime/cuda/gemm_plan.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm90/geometry.cuh"
@@ -11,11 +15,92 @@ int default_sm_count(const std::string& target) {
   return target == "sm_100a" ? 148 : 132;
 }
 
+int sm90_k_tiles(const codegen::GemmSpec& spec) {
+  const int block_k =
+      (spec.path == codegen::GemmPath::nv || spec.path == codegen::GemmPath::ms_grad) ? 64 : 128;
+  return static_cast<int>((spec.k + block_k - 1) / block_k);
+}
+
+int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits,
+              int sm_count) {
+  const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + block_n - 1) / block_n);
+  return static_cast<int>(std::min<std::int64_t>(tiles * splits, sm_count));
+}
+
+std::string gemm_choice_text(const codegen::GemmChoice& choice, const std::string& target) {
+  if (target == "sm_100a") return choice.sm100.text();
+  return fmt::format("{},sk={}", choice.sm90.text(), choice.splits);
+}
+
+codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::GemmSpec& spec,
+                                      std::int64_t m, int sm_count, const std::string& target) {
+  codegen::GemmChoice c;
+  const bool sm100 = target == "sm_100a";
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not key=value", text, item);
+    const std::string key = item.substr(0, eq);
+    std::string value = item.substr(eq + 1);
+    bool along_m = true;
+    if (key == "rg" && !value.empty() && (value.back() == 'm' || value.back() == 'n')) {
+      along_m = value.back() == 'm';
+      value.pop_back();
+    }
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not an integer", text, value);
+    }
+    if (key == "bn") {
+      c.sm90.block_n = v;
+      c.sm100.block_n = v;
+    } else if (key == "ps" && !sm100) {
+      c.sm90.packed_stages = v;
+    } else if (key == "es" && !sm100) {
+      c.sm90.exp_stages = v;
+    } else if (key == "rg" && !sm100) {
+      c.sm90.raster_group = v;
+      c.sm90.raster_along_m = along_m;
+    } else if (key == "il" && !sm100) {
+      c.sm90.nv_interleave = v != 0;
+    } else if (key == "sk" && !sm100) {
+      c.splits = v;
+    } else if (key == "st" && sm100) {
+      c.sm100.stages = v;
+    } else {
+      fail(ErrorKind::invalid_argument, "GEMM choice '{}': unknown key '{}' for {}", text, key,
+           target);
+    }
+  }
+  if (sm100) {
+    c.sm100.validate(spec);
+    c.grid = gemm_grid(spec, m, c.sm100.block_n, 1, 0x7fffffff);
+    return c;
+  }
+  c.sm90.validate(spec);
+  if (c.splits < 1 || c.splits > sm90_k_tiles(spec))
+    fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles)",
+         text, c.splits, sm90_k_tiles(spec));
+  c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count);
+  return c;
+}
+
 GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out,
-                   const DeviceInfo& device) {
+                   const DeviceInfo& device, const codegen::GemmChoice* choice) {
   GemmPlan p;
   p.spec = codegen::gemm_spec(recipe, op, shape.n, shape.k, out, device.target);
-  p.choice = codegen::choose_gemm(p.spec, shape.m, device.sm_count, device.target);
+  p.choice = choice != nullptr
+                 ? *choice
+                 : codegen::choose_gemm(p.spec, shape.m, device.sm_count, device.target);
   p.kernel = codegen::gemm_kernel(p.spec, p.choice, device.target);
   const bool a_fp8 = p.spec.path == codegen::GemmPath::ms_grad;
   p.a_row_bytes = a_fp8 ? shape.k : shape.k / 2;

@@ -27,9 +27,22 @@ struct GemmPlan {
 };
 
 // Throws Error(unsupported) where the device's target has no kernel for the recipe's operand
-// pair or the shape (see gemm_spec).
+// pair or the shape (see gemm_spec). `choice` (null: the heuristic's) fixes the config and split-K
+// (a tuned result); its grid is recomputed for the shape.
 GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out,
-                   const DeviceInfo& device);
+                   const DeviceInfo& device, const codegen::GemmChoice* choice = nullptr);
+
+// A choice as the tuner stores it: sm_90a "bn=128,ps=7,es=4,rg=8m,il=0,sk=2" (the config text and
+// split-K), sm_100a "bn=128,st=4". parse_gemm_choice validates it against the spec (shared
+// memory, tile width per path, split-K <= K tiles) and sets the grid for M rows; throws
+// Error(invalid_argument) naming the field at fault.
+std::string gemm_choice_text(const codegen::GemmChoice& choice, const std::string& target);
+codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::GemmSpec& spec,
+                                      std::int64_t m, int sm_count, const std::string& target);
+// K tiles of the sm90 kernel for a spec (its BLOCK_K: 64 for nv and ms_grad, else 128).
+int sm90_k_tiles(const codegen::GemmSpec& spec);
+// Persistent grid: min(tiles * splits, SMs).
+int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count);
 
 // SMs the heuristic assumes when compiling ahead of time without a device: 132 (H100 / H200 SXM)
 // for sm_90a, 148 (B200) for sm_100a.

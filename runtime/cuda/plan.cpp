@@ -8,6 +8,7 @@
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -191,14 +192,29 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
                    const TensorView& in, kern::Phase phase, bool requant,
                    const kern::QuantizeArgs& a, i64 bytes) {
   if (!tile_kernel) {
-    const codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
+    codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
+    if (device_.rows_config != nullptr) {
+      try {
+        device_.rows_config->validate();
+        cfg = *device_.rows_config;
+      } catch (const Error&) {
+      }
+    }
     const i64 items = a.row.rows * ceil_div(ceil_div(a.row.cols, kern::kVec), 32 * cfg.unroll);
     launch(codegen::quantize_rows_kernel(*row, in.dtype, phase, cfg, device_.target),
            stream_grid(ceil_div(items, cfg.threads / 32)), cfg.threads, a, bytes);
     return;
   }
-  const codegen::TileConfig cfg = codegen::default_tile_config(
+  codegen::TileConfig cfg = codegen::default_tile_config(
       row ? &row->spec : nullptr, col ? &col->spec : nullptr, in.dtype);
+  if (device_.tile_config != nullptr) {
+    try {
+      device_.tile_config->validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr,
+                                    in.dtype);
+      cfg = *device_.tile_config;
+    } catch (const Error&) {
+    }
+  }
   // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
   const i64 resident = static_cast<i64>(device_.sm_count) * (2048 / cfg.threads);
@@ -353,6 +369,39 @@ void Planner::dge(const TensorView& w, const TensorView& out) {
 }
 
 }  // namespace
+
+std::string QuantizeTuning::text() const {
+  if (rows) return "rows:" + rows->text();
+  if (tile) return "tile:" + tile->text();
+  return "";
+}
+
+QuantizeTuning parse_quantize_tuning(const std::string& text) {
+  const auto bad = [&](std::string_view why) {
+    fail(ErrorKind::invalid_argument, "quantize config '{}': {}", text, why);
+  };
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) bad("expected rows:... or tile:...");
+  const std::string kind = text.substr(0, colon);
+  int threads = 0, a = 0, b = 0;
+  char tail = 0;
+  QuantizeTuning t;
+  const std::string rest = text.substr(colon + 1);
+  if (kind == "rows") {
+    if (std::sscanf(rest.c_str(), "threads=%d,unroll=%d%c", &threads, &a, &tail) != 2)
+      bad("expected rows:threads=N,unroll=N");
+    t.rows = codegen::RowsConfig{threads, a};
+    t.rows->validate();
+  } else if (kind == "tile") {
+    if (std::sscanf(rest.c_str(), "threads=%d,tile=%dx%d%c", &threads, &a, &b, &tail) != 3)
+      bad("expected tile:threads=N,tile=RxC");
+    t.tile = codegen::TileConfig{threads, a, b};
+  } else {
+    bad("the kernel must be rows or tile");
+  }
+  if (t.text() != text) bad("not in canonical form");
+  return t;
+}
 
 Plan plan_quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                    const QuantizedView* out_t, const QuantizeArgs& args, const DeviceInfo& device,

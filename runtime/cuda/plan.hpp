@@ -7,12 +7,14 @@
 // allocates that much (stream-ordered) and runs the planner again with the real base address.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "codegen/kernel_source.hpp"
+#include "codegen/kernels.hpp"
 #include "fp4jit/engine.hpp"
 #include "quantize/args.cuh"
 
@@ -21,7 +23,21 @@ namespace fp4jit::cuda {
 struct DeviceInfo {
   std::string target = "sm_90a";
   int sm_count = 132;
+  // Tuned launch configs of the quantize kernels (null: the heuristic's). One that does not
+  // validate for the operands a pass quantizes is left aside for the heuristic's.
+  const codegen::RowsConfig* rows_config = nullptr;
+  const codegen::TileConfig* tile_config = nullptr;
 };
+
+// A tuned quantize config as stored: "rows:threads=256,unroll=4" (quantize_rows) or
+// "tile:threads=256,tile=64x64" (quantize_tile). parse throws Error(invalid_argument) naming the
+// text; the result holds the one config its text names.
+struct QuantizeTuning {
+  std::optional<codegen::RowsConfig> rows;
+  std::optional<codegen::TileConfig> tile;
+  std::string text() const;
+};
+QuantizeTuning parse_quantize_tuning(const std::string& text);
 
 class Arena {
  public:

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "core/log.hpp"
+
 #include "codegen/host/quantize_ir.hpp"
 #include "runtime/host/host_run.hpp"
 #include "runtime/host/requests.hpp"
@@ -21,6 +23,10 @@ HostConfig default_host_config(const HostTarget& target) {
   return c;
 }
 
+DeviceIdentity host_identity(const HostTarget& target, int threads) {
+  return DeviceIdentity{target.cpu, target.name, threads, "", target.compiler};
+}
+
 HostBackend::HostBackend(const HostBackendOptions& options)
     : kernels_(std::make_unique<KernelRegistry>(options.cache_path)) {
   config_ = options.use_default_config ? default_host_config(kernels_->target()) : options.config;
@@ -28,6 +34,36 @@ HostBackend::HostBackend(const HostBackendOptions& options)
     config_ = parse_host_config(env, config_);
   config_.validate();
   pool_ = std::make_unique<ThreadPool>(config_.threads);
+  const DeviceIdentity id = host_identity(kernels_->target(), pool_->size());
+  if (KernelCache* cache = kernels_->cache()) cache->use_bundles(id);
+  tuned_ = std::make_unique<TunedConfigs>(kernels_->cache(), id);
+}
+
+namespace {
+
+// The winner's text over `base`; a result that no longer parses is ignored with a warning.
+HostConfig apply_tuned(const std::optional<std::string>& winner, const HostConfig& base,
+                       const TuningKey& key) {
+  if (!winner) return base;
+  try {
+    return parse_host_config(*winner, base);
+  } catch (const Error& e) {
+    warn("tuned config '{}' for {} is not usable ({}); using the default", *winner, key.problem,
+         e.what());
+    return base;
+  }
+}
+
+}  // namespace
+
+HostConfig HostBackend::gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape) {
+  const TuningKey key = gemm_tuning_key(identity(), recipe, op, shape, "");
+  return apply_tuned(tuned_->winner(key), config_, key);
+}
+
+HostConfig HostBackend::quantize_config_for(const Recipe& recipe, Role role, const TensorView& in) {
+  const TuningKey key = quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
+  return apply_tuned(tuned_->winner(key), config_, key);
 }
 
 HostBackend::~HostBackend() = default;

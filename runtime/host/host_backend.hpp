@@ -12,6 +12,7 @@
 #include "runtime/host/kernels.hpp"
 #include "runtime/host/occ.hpp"
 #include "runtime/host/thread_pool.hpp"
+#include "runtime/tuning_keys.hpp"
 
 namespace fp4jit::host {
 
@@ -23,6 +24,10 @@ struct HostBackendOptions {
 
 // The config fitted to a target: vector width from its widest registers, all cores.
 HostConfig default_host_config(const HostTarget& target);
+
+// The identity tunings of this CPU are stored under (cache/tuning.hpp): model = LLVM's CPU name,
+// arch = the target name, sm_count = worker threads, compiler = the LLVM version.
+DeviceIdentity host_identity(const HostTarget& target, int threads);
 
 // A large float buffer left uninitialized (the kernels that fill it touch it first, in parallel).
 using FloatBuffer = std::unique_ptr<float[]>;
@@ -57,14 +62,27 @@ class HostBackend final : public Backend {
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
 
   // Engine::gemm: the FP32 GEMM below into a float buffer, then the epilogue (gemm_epilogue.hpp).
+  // The GEMM blocking is the tuned config for (op, M bucket, N, K, recipe) when the cache holds
+  // one (tuner/), else the backend's config.
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
             const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
             void* stream) override;
   // C [a.rows, b.rows] (float32, row stride ldc) = deq(a) deq(b)^T with FP32 accumulation,
   // block scales applied when decoding, tensor scales in the epilogue (+ OCC compensation).
   // The operands must come from `recipe` with matching K and Hadamard transforms.
+  // `config` (null: the backend's) gives the GEMM blocking (vw, mr, nr, kc, mc).
   void gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
-            std::int64_t ldc, const GemmResidual* residual = nullptr);
+            std::int64_t ldc, const GemmResidual* residual = nullptr,
+            const HostConfig* config = nullptr);
+  // Quantize with an explicit config (vw, band, unroll) instead of the tuned or default one.
+  void quantize_with(const HostConfig& config, const Recipe& recipe, Role role,
+                     const TensorView& in, const QuantizedView& out, const QuantizeArgs& args);
+
+  // The config a call uses: tuned for its problem when the cache holds a result, else config().
+  HostConfig gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape);
+  HostConfig quantize_config_for(const Recipe& recipe, Role role, const TensorView& in);
+  const DeviceIdentity& identity() const { return tuned_->device(); }
+  TunedConfigs& tuned() { return *tuned_; }
 
   // Builds (or loads from the cache) every kernel `recipe` needs for tensors of `dtypes`:
   // quantize and dequantize of every operand, OCC, double quantization, DGE and the three GEMMs.
@@ -77,6 +95,8 @@ class HostBackend final : public Backend {
   KernelRegistry& kernels() { return *kernels_; }
 
  private:
+  void quantize_locked(const Recipe& recipe, Role role, const TensorView& in,
+                       const QuantizedView& out, const QuantizeArgs& args);
   void quantize_operand(const Recipe& recipe, Role role, const TensorView& src,
                         const QuantizedView& out, const QuantizeArgs& args);
   // OCC of `in`: the clamped source (float32, contiguous) and the residual, source positions.
@@ -89,6 +109,7 @@ class HostBackend final : public Backend {
   std::recursive_mutex mutex_;  // one call at a time uses the pool (quantize re-enters for requant)
   std::unique_ptr<KernelRegistry> kernels_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<TunedConfigs> tuned_;
 };
 
 }  // namespace fp4jit::host

@@ -33,13 +33,15 @@ void check(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b) {
 }  // namespace
 
 void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
-                       std::int64_t ldc, const GemmResidual* residual) {
+                       std::int64_t ldc, const GemmResidual* residual,
+                       const HostConfig* config) {
   std::lock_guard lock(mutex_);
   check(recipe, a, b);
-  const std::vector<void*> fns = kernels_->get(gemm_request(recipe, a.role, b.role, config_));
+  const HostConfig& cfg = config != nullptr ? *config : config_;
+  const std::vector<void*> fns = kernels_->get(gemm_request(recipe, a.role, b.role, cfg));
 
   const std::int64_t m = a.layout.rows, n = b.layout.rows, k = a.layout.cols;
-  const std::int64_t mr = config_.gemm_mr, nr = config_.gemm_nr;
+  const std::int64_t mr = cfg.gemm_mr, nr = cfg.gemm_nr;
   const std::int64_t a_panels = (m + mr - 1) / mr, b_panels = (n + nr - 1) / nr;
   std::vector<float> a_packed(static_cast<std::size_t>(a_panels * mr * k));
   std::vector<float> b_packed(static_cast<std::size_t>(b_panels * nr * k));
@@ -62,8 +64,10 @@ void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOpe
   const float inv_a = a.layout.two_level ? 1.0f / *a.view.tensor_scale : 1.0f;
   const float inv_b = b.layout.two_level ? 1.0f / *b.view.tensor_scale : 1.0f;
   g.alpha = inv_a * inv_b;
-  const std::int64_t m_blocks = (m + config_.gemm_mc - 1) / config_.gemm_mc;
-  g.nb_panels = std::clamp<std::int64_t>(b_panels * m_blocks / (4 * pool_->size()), 1, 16);
+  const std::int64_t m_blocks = (m + cfg.gemm_mc - 1) / cfg.gemm_mc;
+  g.nb_panels = cfg.gemm_np > 0
+                    ? std::min<std::int64_t>(cfg.gemm_np, b_panels)
+                    : std::clamp<std::int64_t>(b_panels * m_blocks / (4 * pool_->size()), 1, 16);
   const std::int64_t n_blocks = (b_panels + g.nb_panels - 1) / g.nb_panels;
 
   const auto pack_a = reinterpret_cast<RangeKernel>(fns[0]);
@@ -110,8 +114,9 @@ void HostBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   const std::int64_t m = shape.m, n = shape.n;
   FloatBuffer acc(new float[static_cast<std::size_t>(m * n)]);
   const GemmResidual residual{&a, epilogue.occ_weight};
+  const HostConfig cfg = gemm_config_for(recipe, op, shape);
   gemm(recipe, {roles.a, l.a, a}, {roles.b, l.b, b}, acc.get(), n,
-       epilogue.occ_weight.data != nullptr ? &residual : nullptr);
+       epilogue.occ_weight.data != nullptr ? &residual : nullptr, &cfg);
   std::lock_guard lock(mutex_);
   pool_->run(m, [&](std::int64_t r, int) {
     std::vector<double> row(acc.get() + r * n, acc.get() + (r + 1) * n);

@@ -111,6 +111,28 @@ FloatBuffer HostBackend::occ_clamp(const Recipe& recipe, const TensorView& in,
 void HostBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
                            const QuantizedView& out, const QuantizeArgs& args, void*) {
   std::lock_guard lock(mutex_);
+  quantize_with(quantize_config_for(recipe, role, in), recipe, role, in, out, args);
+}
+
+void HostBackend::quantize_with(const HostConfig& config, const Recipe& recipe, Role role,
+                                const TensorView& in, const QuantizedView& out,
+                                const QuantizeArgs& args) {
+  std::lock_guard lock(mutex_);
+  config.validate();
+  // The call's config replaces the backend's for its duration (the mutex is held throughout;
+  // nested quantizes of double quantization use it too). The pool keeps its threads.
+  struct Restore {
+    HostConfig& slot;
+    HostConfig saved;
+    ~Restore() { slot = saved; }
+  } restore{config_, config_};
+  config_ = config;
+  config_.threads = restore.saved.threads;
+  quantize_locked(recipe, role, in, out, args);
+}
+
+void HostBackend::quantize_locked(const Recipe& recipe, Role role, const TensorView& in,
+                                  const QuantizedView& out, const QuantizeArgs& args) {
   const OperandSpec& s = recipe[role];
   FloatBuffer staged;
   if (s.src == Source::requant) staged = requant_source(recipe, role, in, args);

@@ -36,6 +36,7 @@ class KernelRegistry {
   ~KernelRegistry();
 
   HostJit& jit() { return *jit_; }
+  KernelCache* cache() { return cache_.get(); }  // null without a persistent cache
   const HostTarget& target() const { return jit_->target(); }
   KernelStats stats() const;
 

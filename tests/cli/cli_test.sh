@@ -285,5 +285,88 @@ case_compile() {  # ahead-of-time compile into a cache, then a run that must not
   grep -q '^0 entries' out.txt || die "cache clear left entries"
 }
 
+case_tune() {  # tuner end to end on the host: shapes, model preset, resume, JSON, report, errors
+  local db=$PWD/t.db
+  printf '{"gpu": "Peer GPU", "gemm": {"64x64x128": {"bf16": 0.5, "cublas_fp8_row": "error: n/a"}}}' >peers.json
+  run_ok tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 --max-candidates 3 --budget-ms 5 \
+    --cache "$db" --no-quantize --report r.html --peers peers.json
+  grep -q 'fprop 64x64x128' out.txt || die "no result line"
+  grep -q 'wall time' out.txt || die "no wall time"
+  grep -q '<svg' r.html && grep -q 'winner' r.html || die "report has no chart"
+  grep -q 'bf16 (Peer GPU)' r.html || die "report does not show the peers"
+  expect_exit 1 "peers.*not JSON|not JSON" tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 \
+    --cache "$db" --report r2.html --peers out.txt
+  ! grep -q '<script\|src=' r.html || die "report is not self-contained"
+  run_ok cache tunings --cache "$db"
+  grep -q 'gemm fprop m<=64 n=64 k=128' out.txt || die "tuning not stored"
+  grep -q '3 of ' out.txt || die "not every measured candidate was correct"
+  # resumable: the second run measures nothing
+  run_ok tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 --cache "$db" --no-quantize --json
+  grep -q '"cached": true' out.txt || die "a tuned problem was measured again"
+  printf '# layers\n64x64x128\nwgrad:64x64x64\n' >shapes.txt
+  run_ok tune --backend host --recipe mxfp4 --shapes shapes.txt --max-candidates 2 --budget-ms 2 --cache "$db"
+  grep -q 'quantize' out.txt || die "a layer's quantize kernels were not tuned"
+  run_ok tune --backend host --recipe nvfp4 --model tiny-llama --tokens 64 --max-candidates 2 --budget-ms 2 --cache "$db"
+  grep -q 'dgrad 64x352x128' out.txt || die "tiny-llama's down_proj dgrad missing"
+  expect_exit 1 "unknown model 'gpt-9'.*llama-7b" tune --recipe nvfp4 --model gpt-9 --tokens 8 --cache "$db"
+  expect_exit 1 "give the token count" tune --recipe nvfp4 --model llama-7b --cache "$db"
+  printf '64x64x64\nfprop:64x64\n' >bad.txt
+  expect_exit 1 "bad.txt line 2: 'fprop:64x64'" tune --recipe nvfp4 --shapes bad.txt --cache "$db"
+  expect_exit 1 "nothing to tune" tune --recipe nvfp4 --cache "$db"
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    expect_exit 1 "no GPU" tune --backend cuda --recipe nvfp4 --gemm 64x64x64 --cache "$db"
+  fi
+}
+
+case_tune_parallel() {  # four processes tuning into one database at once: every result present
+  local db=$PWD/p.db pids=() n
+  for n in 64 96 128 160; do
+    "$BIN" tune --backend host --recipe nvfp4 --gemm "fprop:64x${n}x128" --gemm fprop:32x32x64 \
+      --max-candidates 2 --budget-ms 2 --no-quantize --cache "$db" >"out_$n.txt" 2>"err_$n.txt" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { cat out_*.txt err_*.txt; die "a tuning process failed"; }; done
+  ! grep -qi 'warning' err_*.txt || { cat err_*.txt; die "a process warned"; }
+  run_ok cache tunings --cache "$db"
+  for n in 64 96 128 160; do grep -q "gemm fprop m<=64 n=$n k=128" out.txt || die "the result for n=$n is missing"; done
+  grep -q "gemm fprop m<=64 n=32 k=64" out.txt || die "the shared result is missing"
+  [[ $(tail -1 out.txt | awk '{print $1}') == 5 ]] || die "expected 5 tunings"
+}
+
+case_bundle() {  # export / verify / import, layering, a tampered bundle refused, a cached second run
+  local db=$PWD/t.db model
+  run_ok tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 --max-candidates 2 --budget-ms 2 --cache "$db"
+  model=$("$BIN" cache tunings --cache "$db" | head -1 | cut -d'|' -f1 | sed 's/ *$//')
+  [[ -n $model ]] || die "no device model"
+  run_ok export --gpu "$model" -o b.fp4b --cache "$db"
+  grep -q 'exported [1-9][0-9]* binaries and [1-9][0-9]* tunings' out.txt || die "nothing exported"
+  expect_exit 1 "no tunings for device model 'NVIDIA Z9'" export --gpu "NVIDIA Z9" -o z.fp4b --cache "$db"
+  run_ok verify b.fp4b --backend host
+  grep -q 'this machine: matches' out.txt || die "the bundle does not match the machine that made it"
+  expect_exit 1 "not an fp4jit bundle|a kernel cache database" verify "$db"
+  # a second process with an empty cache, the bundle imported, compiling nothing
+  run_ok import b.fp4b --cache "$PWD/fresh.db" --backend host
+  FP4JIT_CACHE=$PWD/fresh.db FP4JIT_NO_COMPILE=1 run_ok bench gemm --backend host -r nvfp4 --gemm 64x64x128 --op fprop --iters 1
+  # layered read-only, not imported
+  FP4JIT_CACHE=$PWD/empty.db FP4JIT_BUNDLES=$PWD/b.fp4b FP4JIT_NO_COMPILE=1 \
+    run_ok bench gemm --backend host -r nvfp4 --gemm 64x64x128 --op fprop --iters 1
+  # tampered: one byte of one binary
+  cp b.fp4b bad.fp4b
+  python3 - <<'PY' || die "could not tamper"
+import sqlite3
+db = sqlite3.connect("bad.fp4b")
+blob = bytearray(db.execute("SELECT binary FROM binaries LIMIT 1").fetchone()[0])
+blob[len(blob) // 2] ^= 1
+db.execute("UPDATE binaries SET binary = ? WHERE rowid = (SELECT rowid FROM binaries LIMIT 1)", (bytes(blob),))
+db.commit()
+PY
+  expect_exit 1 "do not match their SHA-256" verify bad.fp4b
+  grep -q "failed verification" err.txt || die "verify did not say the bundle failed"
+  expect_exit 1 "refused" import bad.fp4b --cache "$PWD/fresh2.db" --backend host
+  FP4JIT_CACHE=$PWD/empty2.db FP4JIT_BUNDLES=$PWD/bad.fp4b FP4JIT_NO_COMPILE=1 \
+    expect_exit 1 "FP4JIT_NO_COMPILE" bench gemm --backend host -r nvfp4 --gemm 64x64x128 --op fprop --iters 1
+  grep -q "bundle .*bad.fp4b refused" err.txt || die "the tampered bundle was not refused with a message"
+}
+
 "case_$CASE" "$@"
 echo "PASS: $CASE $*"

@@ -1,0 +1,399 @@
+// The tuner's host-side logic: winner selection with the deterministic tie-break, timing
+// statistics, the driver (failures recorded and never chosen, overlap of compile and measure),
+// M buckets and keys, workloads (model presets, shapes files), and the CUDA candidate spaces
+// (pruning, choice texts) without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "core/error.hpp"
+#include "runtime/tuning_keys.hpp"
+#include "tuner/tuner.hpp"
+#include "tuner/workload.hpp"
+
+#if defined(FP4JIT_HAVE_CUDA)
+#include "runtime/cuda/gemm_plan.hpp"
+#include "tuner/cuda_space.hpp"
+#endif
+
+namespace fp4jit::tuner {
+namespace {
+
+CandidateResult ok(const std::string& config, double ms, bool heuristic = false,
+                   double noise = 0.0) {
+  CandidateResult r;
+  r.config = config;
+  r.heuristic = heuristic;
+  r.median_ms = ms;
+  r.noise = noise;
+  return r;
+}
+
+TEST(TunerSelect, FastestWinsOutsideNoise) {
+  const std::vector<CandidateResult> c{ok("h", 2.0, true), ok("b", 1.0), ok("a", 1.5)};
+  EXPECT_EQ(select_winner(c), 1);
+}
+
+TEST(TunerSelect, TiesWithinNoiseGoToTheHeuristicThenByText) {
+  std::vector<CandidateResult> c{ok("z", 1.00), ok("h", 1.02, true), ok("a", 1.01)};
+  EXPECT_EQ(c[static_cast<std::size_t>(select_winner(c))].config, "h");
+  c[1].median_ms = 1.5;  // heuristic out of the tie: the smallest text among the tied
+  EXPECT_EQ(c[static_cast<std::size_t>(select_winner(c))].config, "a");
+}
+
+TEST(TunerSelect, EveryProcessPicksTheSameWinnerUnderNoiseAndOrder) {
+  // Four candidates within 2% of each other, one 20% slower: 200 "processes" measure them with
+  // different noise and list them in different orders; all pick the same one.
+  const std::vector<std::pair<std::string, double>> truth{{"mr=4,nr=16", 1.00},
+                                                          {"mr=6,nr=16", 1.01},
+                                                          {"mr=8,nr=8", 1.015},
+                                                          {"mr=4,nr=8", 1.02},
+                                                          {"mr=6,nr=8", 1.2}};
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> jitter(-0.005, 0.005);
+  std::string first;
+  for (int process = 0; process < 200; ++process) {
+    std::vector<CandidateResult> c;
+    for (const auto& [config, ms] : truth)
+      c.push_back(ok(config, ms * (1.0 + jitter(gen)), false, 0.004));
+    std::shuffle(c.begin(), c.end(), gen);
+    const int w = select_winner(c);
+    ASSERT_GE(w, 0);
+    if (process == 0) first = c[static_cast<std::size_t>(w)].config;
+    EXPECT_EQ(c[static_cast<std::size_t>(w)].config, first) << "process " << process;
+  }
+  EXPECT_EQ(first, "mr=4,nr=16");  // the byte order among the tied
+}
+
+TEST(TunerSelect, FailedCandidatesAreNeverChosen) {
+  std::vector<CandidateResult> c{ok("h", 2.0, true), ok("fast", 0.1), ok("b", 1.9)};
+  c[1].status = CandidateStatus::wrong_result;
+  EXPECT_EQ(c[static_cast<std::size_t>(select_winner(c))].config, "b");
+  for (auto& r : c) r.status = CandidateStatus::run_failed;
+  EXPECT_EQ(select_winner(c), -1);
+}
+
+TEST(TunerTiming, MedianAndSpreadOfRepeats) {
+  const std::vector<double> samples{9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 100.0};
+  int calls = 0;
+  TimingOptions o;
+  o.warmup = 2;
+  o.min_repeats = 5;
+  o.max_repeats = 5;
+  const Timing t = measure(
+      [&](int i) {
+        ++calls;
+        return samples[static_cast<std::size_t>(i)];
+      },
+      o);
+  EXPECT_EQ(calls, 7);
+  EXPECT_EQ(t.repeats, 5);
+  EXPECT_DOUBLE_EQ(t.median_ms, 4.0);  // of {2, 3, 4, 5, 100}: the outlier does not move it
+  EXPECT_DOUBLE_EQ(t.noise, (5.0 - 3.0) / 4.0);
+}
+
+// A job with scripted outcomes: compile failures, wrong results, faults, and times.
+class ScriptedJob final : public TuneJob {
+ public:
+  TuningKey key() const override {
+    return TuningKey{{"model", "arch", 1, "", "cc"}, "gemm", "p", "r"};
+  }
+  std::string label() const override { return "scripted"; }
+  double work() const override { return 1e9; }
+  std::string unit() const override { return "TFLOP/s"; }
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    pruned->push_back(pruned_candidate("too-big", false, "shared memory"));
+    return {{"h", true},      {"nocompile", false}, {"wrong", false},
+            {"fault", false}, {"fast", false},      {"slow", false}};
+  }
+  void prepare() override { prepared = true; }
+  void compile(const Candidate& c) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ++compiled;
+    if (c.config == "nocompile") fail(ErrorKind::compile, "ptxas: too many registers");
+  }
+  std::optional<std::string> verify(const Candidate& c) override {
+    if (c.config == "wrong") return std::string("row 3 differs");
+    if (c.config == "fault") fail(ErrorKind::driver, "illegal address");
+    return std::nullopt;
+  }
+  double run_ms(const Candidate& c, int) override {
+    ++runs;
+    return c.config == "fast" ? 1.0 : (c.config == "slow" ? 3.0 : 2.0);
+  }
+  bool prepared = false;
+  std::atomic<int> compiled{0};
+  int runs = 0;
+};
+
+TEST(TunerDriver, RecordsEveryCandidateAndChoosesOnlyCorrectOnes) {
+  for (bool overlap : {false, true}) {
+    ScriptedJob job;
+    TuneOptions o;
+    o.overlap = overlap;
+    o.compile_threads = 3;
+    o.timing.warmup = 1;
+    o.timing.min_repeats = 3;
+    o.timing.max_repeats = 3;
+    int progress_calls = 0;
+    const TuningRecord r = tune(job, o, [&](const Progress& p) {
+      ++progress_calls;
+      EXPECT_EQ(p.total, 6);
+      EXPECT_EQ(p.job, "scripted");
+    });
+    EXPECT_TRUE(job.prepared);
+    EXPECT_EQ(job.compiled.load(), 6);
+    EXPECT_EQ(progress_calls, 6);
+    EXPECT_EQ(r.winner, "fast");
+    EXPECT_EQ(r.winner_ms, 1.0);
+    EXPECT_EQ(r.heuristic, "h");
+    EXPECT_EQ(r.heuristic_ms, 2.0);
+    ASSERT_EQ(r.candidates.size(), 7u);
+    const auto status = [&](const std::string& config) {
+      for (const auto& c : r.candidates)
+        if (c.config == config) return c.status;
+      return CandidateStatus::ok;
+    };
+    EXPECT_EQ(status("nocompile"), CandidateStatus::compile_failed);
+    EXPECT_EQ(status("wrong"), CandidateStatus::wrong_result);
+    EXPECT_EQ(status("fault"), CandidateStatus::run_failed);
+    EXPECT_EQ(status("too-big"), CandidateStatus::pruned);
+    EXPECT_NE(r.candidates[1].reason.find("ptxas"), std::string::npos);
+  }
+}
+
+// A fault that leaves the device unusable stops the tuning instead of failing every later
+// candidate (and no partial result is returned).
+class PoisonedJob final : public TuneJob {
+ public:
+  TuningKey key() const override { return TuningKey{{"m", "a", 1, "", "c"}, "gemm", "p", "r"}; }
+  std::string label() const override { return "poisoned"; }
+  double work() const override { return 1.0; }
+  std::string unit() const override { return "TFLOP/s"; }
+  std::vector<Candidate> candidates(std::vector<CandidateResult>*) override {
+    return {{"h", true}, {"fault", false}, {"after", false}};
+  }
+  void prepare() override {}
+  void compile(const Candidate&) override {}
+  std::optional<std::string> verify(const Candidate& c) override {
+    if (c.config == "fault") {
+      poisoned = true;
+      fail(ErrorKind::driver, "an illegal memory access was encountered");
+    }
+    return std::nullopt;
+  }
+  double run_ms(const Candidate&, int) override { return 1.0; }
+  bool healthy() override { return !poisoned; }
+  bool poisoned = false;
+};
+
+TEST(TunerDriver, AFaultThatPoisonsTheDeviceStopsTuning) {
+  PoisonedJob job;
+  TuneOptions o;
+  o.timing.min_repeats = 1;
+  o.timing.max_repeats = 1;
+  try {
+    tune(job, o);
+    FAIL() << "tuning went on after the device became unusable";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::driver);
+    EXPECT_NE(std::string(e.what()).find("candidate fault left the device unusable"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TunerDriver, CapKeepsTheFirstCandidatesAndRecordsTheRest) {
+  ScriptedJob job;
+  TuneOptions o;
+  o.max_candidates = 2;
+  o.timing.min_repeats = 1;
+  o.timing.max_repeats = 1;
+  const TuningRecord r = tune(job, o);
+  EXPECT_EQ(r.winner, "h");
+  EXPECT_EQ(job.compiled.load(), 2);
+  EXPECT_EQ(r.candidates.size(), 7u);
+}
+
+TEST(TuningKeys, BucketsMapEveryMToOnePowerOfTwo) {
+  EXPECT_EQ(m_bucket(1), 64);
+  EXPECT_EQ(m_bucket(64), 64);
+  EXPECT_EQ(m_bucket(65), 128);
+  EXPECT_EQ(m_bucket(8192), 8192);
+  EXPECT_EQ(m_bucket(8193), 16384);
+  EXPECT_EQ(gemm_problem(GemmOp::fprop, {8000, 4096, 4096}, "bf16"),
+            gemm_problem(GemmOp::fprop, {5000, 4096, 4096}, "bf16"));
+  EXPECT_NE(gemm_problem(GemmOp::fprop, {8000, 4096, 4096}, "bf16"),
+            gemm_problem(GemmOp::dgrad, {8000, 4096, 4096}, "bf16"));
+  EXPECT_EQ(gemm_problem(GemmOp::wgrad, {4096, 4096, 8192}, "bf16"),
+            "gemm wgrad m<=4096 n=4096 k=8192 out=bf16");
+  EXPECT_EQ(quantize_problem(Role::x, 3000, 4096, DType::bf16),
+            "quantize x rows<=4096 cols=4096 in=bfloat16");
+}
+
+TEST(TunerWorkload, Llama7bHasEveryLinearLayersGemmsAndQuantizations) {
+  Workload w;
+  for (const LinearLayer& l : model_layers("llama-7b")) w.add_layer(8192, l.in, l.out);
+  EXPECT_EQ(w.gemms.size(), 9u);  // 3 distinct layer shapes x fprop, dgrad, wgrad
+  const auto has = [&](GemmOp op, GemmShape s) {
+    return std::any_of(w.gemms.begin(), w.gemms.end(),
+                       [&](const GemmProblem& g) { return g.op == op && g.shape == s; });
+  };
+  EXPECT_TRUE(has(GemmOp::fprop, {8192, 11008, 4096}));  // gate / up
+  EXPECT_TRUE(has(GemmOp::dgrad, {8192, 11008, 4096}));  // down: dX [tokens, 11008], K = 4096
+  EXPECT_TRUE(has(GemmOp::wgrad, {4096, 11008, 8192}));  // down: dW [4096, 11008], K = tokens
+  EXPECT_GE(w.quantizes.size(), 12u);
+  try {
+    model_layers("gpt-9");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown model 'gpt-9'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("llama-7b"), std::string::npos);
+  }
+}
+
+TEST(TunerWorkload, ShapesFileLinesAndErrors) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("fp4jit-shapes-{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "good.txt").string(), bad = (dir / "bad.txt").string();
+  std::ofstream(good) << "# shapes\n8192x4096x4096\n\n  fprop:128x256x512  # one GEMM\n";
+  std::ofstream(bad) << "8192x4096x4096\nfprop:12x4096\n";
+  const std::vector<GemmRequest> r = read_shapes_file(good);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].layer);
+  EXPECT_FALSE(r[1].layer);
+  EXPECT_EQ(r[1].shape, (GemmShape{128, 256, 512}));
+  try {
+    read_shapes_file(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_shapes_file((dir / "missing.txt").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+#if defined(FP4JIT_HAVE_CUDA)
+TEST(CudaSpace, Sm90GemmCandidatesArePrunedBeforeCompiling) {
+  for (const char* preset : {"nvfp4", "mxfp4"}) {
+    const Recipe recipe = parse_recipe(preset);
+    const codegen::GemmSpec spec =
+        codegen::gemm_spec(recipe, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+    std::vector<CandidateResult> pruned;
+    const auto space = cuda_gemm_space(spec, 8192, 132, "sm_90a", &pruned);
+    ASSERT_GT(space.size(), 5u) << preset;
+    EXPECT_TRUE(space.front().candidate.heuristic);
+    const codegen::GemmChoice h = codegen::choose_gemm(spec, 8192, 132, "sm_90a");
+    EXPECT_EQ(space.front().candidate.config, cuda::gemm_choice_text(h, "sm_90a"));
+    for (const auto& c : space) {
+      EXPECT_NO_THROW(c.choice.sm90.validate(spec)) << c.candidate.config;
+      EXPECT_EQ(c.choice.splits, 1) << "tiles fill the SMs: no split-K";
+      EXPECT_LE(c.choice.grid, 132);
+      if (spec.path == codegen::GemmPath::mx) {
+        EXPECT_LE(c.choice.sm90.block_n, 128);
+      }
+    }
+    bool smem = false, split = false;
+    for (const auto& p : pruned) {
+      EXPECT_EQ(p.status, CandidateStatus::pruned);
+      smem = smem || p.reason.find("shared memory") != std::string::npos;
+      split = split || p.reason.find("split-K") != std::string::npos;
+    }
+    EXPECT_TRUE(smem) << preset << ": deeper rings exceed shared memory";
+    EXPECT_TRUE(split) << preset;
+  }
+}
+
+TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
+  const Recipe recipe = parse_recipe("nvfp4");
+  const codegen::GemmSpec spec =
+      codegen::gemm_spec(recipe, GemmOp::wgrad, 4096, 8192, DType::bf16, "sm_90a");
+  const auto space = cuda_gemm_space(spec, 256, 132, "sm_90a", nullptr);
+  bool any_split = false;
+  for (const auto& c : space) {
+    any_split = any_split || c.choice.splits > 1;
+    const codegen::GemmChoice back =
+        cuda::parse_gemm_choice(c.candidate.config, spec, 256, 132, "sm_90a");
+    EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), c.candidate.config);
+    EXPECT_EQ(back.grid, c.choice.grid);
+  }
+  EXPECT_TRUE(any_split);
+  EXPECT_THROW(
+      cuda::parse_gemm_choice("bn=128,ps=7,es=4,rg=8m,il=0,sk=999", spec, 256, 132, "sm_90a"),
+      Error);
+  EXPECT_THROW(cuda::parse_gemm_choice("bn=96,ps=7", spec, 256, 132, "sm_90a"), Error);
+  EXPECT_THROW(cuda::parse_gemm_choice("bn=128,zz=1", spec, 256, 132, "sm_90a"), Error);
+  const auto b200 =
+      cuda_gemm_space(codegen::gemm_spec(recipe, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_100a"),
+                      8192, 148, "sm_100a", nullptr);
+  EXPECT_GE(b200.size(), 2u);
+}
+
+TEST(CudaSpace, QuantizeCandidatesValidate) {
+  const Recipe recipe = parse_recipe("nvfp4");
+  std::vector<CandidateResult> pruned;
+  const auto rows = cuda_rows_space(recipe[Role::x], DType::bf16, &pruned);
+  EXPECT_TRUE(rows.front().candidate.heuristic);
+  EXPECT_GE(rows.size(), 12u);
+  pruned.clear();
+  const auto tiles = cuda_tile_space(&recipe[Role::x], &recipe[Role::xt], DType::bf16, &pruned);
+  EXPECT_TRUE(tiles.front().candidate.heuristic);
+  EXPECT_GE(tiles.size(), 3u);
+  EXPECT_FALSE(pruned.empty());  // e.g. 128 x 128 tiles exceed 48 KiB of shared memory
+  for (const auto& t : tiles)
+    EXPECT_NO_THROW(t.config.validate(&recipe[Role::x], &recipe[Role::xt], DType::bf16));
+}
+TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
+  const cuda::QuantizeTuning rows = cuda::parse_quantize_tuning("rows:threads=128,unroll=2");
+  ASSERT_TRUE(rows.rows);
+  EXPECT_EQ(rows.text(), "rows:threads=128,unroll=2");
+  EXPECT_EQ(cuda::parse_quantize_tuning("tile:threads=256,tile=32x64").text(),
+            "tile:threads=256,tile=32x64");
+  EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=100,unroll=2"),
+               Error);  // not a warp multiple
+  EXPECT_THROW(cuda::parse_quantize_tuning("grid:threads=128"), Error);
+  EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=128"), Error);
+
+  const Recipe recipe = parse_recipe("nvfp4");
+  cuda::DeviceInfo d;
+  d.rows_config = &*rows.rows;
+  bool applied = false;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::x, 256, 512, DType::bf16, d))
+    applied = applied || (op == "quantize_rows" && config == "threads=128,unroll=2");
+  EXPECT_TRUE(applied) << "a tuned rows config reaches the plan";
+  // A tile config the operand's kernel cannot take is set aside for the heuristic's.
+  const codegen::TileConfig bad{1024, 8, 8};
+  cuda::DeviceInfo e;
+  e.tile_config = &bad;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::xt, 256, 512, DType::bf16, e))
+    EXPECT_NE(config, bad.text());
+}
+
+TEST(CudaSpace, QuantizeSpacesFollowTheKernelThePlanLaunches) {
+  for (const char* preset : {"nvfp4", "mxfp4"}) {
+    const Recipe recipe = parse_recipe(preset);
+    for (Role role : {Role::x, Role::xt, Role::w, Role::wt}) {
+      std::vector<CandidateResult> pruned;
+      const auto space =
+          cuda_quantize_space(recipe, role, 512, 1024, DType::bf16, cuda::DeviceInfo{}, &pruned);
+      ASSERT_GE(space.size(), 3u) << preset << " " << name(role);
+      EXPECT_TRUE(space.front().candidate.heuristic);
+      const std::string kind = space.front().candidate.config.substr(0, 5);
+      for (const auto& c : space)
+        EXPECT_EQ(c.candidate.config.substr(0, 5), kind) << "one kernel kind per operand";
+      if (role_info(role).transposed) {
+        EXPECT_EQ(kind, "tile:");
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace fp4jit::tuner

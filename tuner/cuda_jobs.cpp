@@ -1,0 +1,318 @@
+#include "tuner/cuda_jobs.hpp"
+
+#include <algorithm>
+
+#include "runtime/cuda/device_memory.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
+#include "runtime/cuda/kernel_binary.hpp"
+#include "runtime/tuning_keys.hpp"
+#include "tuner/cuda_space.hpp"
+#include "tuner/gemm_check.hpp"
+#include "tuner/operand_buffers.hpp"
+
+namespace fp4jit::tuner {
+
+namespace {
+
+// One quantized operand in device memory.
+struct DeviceOperand {
+  cuda::DeviceBuffer codes, scales, tensor_scale, amax, index, value, count;
+  std::int64_t capacity = 0;
+  DeviceOperand(const QuantLayout& l, bool occ)
+      : codes(static_cast<std::size_t>(std::max<std::int64_t>(l.code_bytes(), 16))),
+        scales(static_cast<std::size_t>(l.scale_count() * (l.scale_is_code ? 1 : 4) + 16)),
+        tensor_scale(16),
+        amax(16),
+        capacity(occ ? l.rows * l.cols / 8 + 1024 : 0) {
+    if (occ) {
+      index = cuda::DeviceBuffer(static_cast<std::size_t>(capacity) * 8);
+      value = cuda::DeviceBuffer(static_cast<std::size_t>(capacity) * 4);
+      count = cuda::DeviceBuffer(16);
+    }
+  }
+  QuantizedView view() const {
+    QuantizedView v;
+    v.codes = codes.get<std::uint8_t>();
+    v.scales = scales.get();
+    v.tensor_scale = tensor_scale.get<float>();
+    v.amax = amax.get<float>();
+    if (capacity > 0) {
+      v.residual_index = index.get<std::int64_t>();
+      v.residual_value = value.get<float>();
+      v.residual_count = count.get<std::int64_t>();
+      v.residual_capacity = capacity;
+    }
+    return v;
+  }
+  // Codes, scales and tensor scale into host buffers of the same layout.
+  void download(const QuantLayout& l, OperandBuffers& host) const {
+    QuantizedView h = host.view();
+    codes.download(h.codes, static_cast<std::size_t>(l.code_bytes()));
+    scales.download(h.scales,
+                    static_cast<std::size_t>(l.scale_count() * (l.scale_is_code ? 1 : 4)));
+    tensor_scale.download(h.tensor_scale, 4);
+  }
+};
+
+class Events {
+ public:
+  Events() : d_(cuda::require_driver()) {
+    cuda::check(d_.event_create(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    cuda::check(d_.event_create(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~Events() {
+    d_.event_destroy(start_);
+    d_.event_destroy(stop_);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  template <class Fn>
+  double ms(Fn fn) {
+    cuda::check(d_.event_record(start_, nullptr), "cuEventRecord");
+    fn();
+    cuda::check(d_.event_record(stop_, nullptr), "cuEventRecord");
+    cuda::check(d_.event_synchronize(stop_), "cuEventSynchronize");
+    float t = 0.0f;
+    cuda::check(d_.event_elapsed_time(&t, start_, stop_), "cuEventElapsedTime");
+    return t;
+  }
+
+ private:
+  const cuda::Driver& d_;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+class CudaGemmJob final : public TuneJob {
+ public:
+  CudaGemmJob(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op, const GemmShape& shape,
+              DType out)
+      : backend_(backend),
+        recipe_(recipe),
+        op_(op),
+        shape_(shape),
+        out_(out),
+        roles_(gemm_roles(op)),
+        layouts_(gemm_layouts(recipe, op, shape)),
+        spec_(codegen::gemm_spec(recipe, op, shape.n, shape.k, out, backend.device().target)) {}
+
+  TuningKey key() const override {
+    return gemm_tuning_key(backend_.identity(), recipe_, op_, shape_, std::string(name(out_)));
+  }
+  std::string label() const override {
+    return fmt::format("{} {}", name(op_), gemm_shape_text(shape_));
+  }
+  double work() const override {
+    return 2.0 * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
+           static_cast<double>(shape_.k);
+  }
+  std::string unit() const override { return "TFLOP/s"; }
+
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    space_ = cuda_gemm_space(spec_, shape_.m, backend_.device().sm_count, backend_.device().target,
+                             pruned);
+    std::vector<Candidate> out;
+    for (const CudaGemmCandidate& c : space_) out.push_back(c.candidate);
+    return out;
+  }
+
+  void prepare() override {
+    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
+    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
+    const std::vector<std::uint8_t> ha = random_source(sa.rows, sa.cols, DType::bf16, 11);
+    const std::vector<std::uint8_t> hb = random_source(sb.rows, sb.cols, DType::bf16, 12);
+    cuda::DeviceBuffer xa(ha.size()), xb(hb.size());
+    xa.upload(ha.data(), ha.size());
+    xb.upload(hb.data(), hb.size());
+    const std::int64_t out_bytes = shape_.m * shape_.n * dtype_size(out_);
+    const std::int64_t set_bytes = layouts_.a.code_bytes() + layouts_.b.code_bytes() + out_bytes;
+    const int sets =
+        static_cast<int>(std::clamp<std::int64_t>(2 * 50'000'000 / set_bytes + 1, 1, 8));
+    for (int i = 0; i < sets; ++i) {
+      a_.push_back(std::make_unique<DeviceOperand>(layouts_.a, recipe_[roles_.a].occ));
+      b_.push_back(std::make_unique<DeviceOperand>(layouts_.b, recipe_[roles_.b].occ));
+      backend_.quantize(recipe_, roles_.a, TensorView{xa.get(), DType::bf16, sa.rows, sa.cols, 0},
+                        a_.back()->view(), {.seed = 1}, nullptr);
+      backend_.quantize(recipe_, roles_.b, TensorView{xb.get(), DType::bf16, sb.rows, sb.cols, 0},
+                        b_.back()->view(), {.seed = 2}, nullptr);
+      c_.push_back(std::make_unique<cuda::DeviceBuffer>(static_cast<std::size_t>(out_bytes)));
+    }
+    cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize");
+    OperandBuffers ha_q(layouts_.a, false), hb_q(layouts_.b, false);
+    a_[0]->download(layouts_.a, ha_q);
+    b_[0]->download(layouts_.b, hb_q);
+    reference_ = std::make_unique<GemmReference>(recipe_, op_, shape_, ha_q.view(), hb_q.view());
+  }
+
+  void compile(const Candidate& c) override {
+    const CudaGemmCandidate& g = find(c);
+    cuda::kernel_binary(codegen::gemm_kernel(spec_, g.choice, backend_.device().target),
+                        backend_.cache());
+  }
+
+  std::optional<std::string> verify(const Candidate& c) override {
+    c_[0]->fill(0xff);  // NaN patterns: a tile left unwritten fails the check
+    launch(find(c), 0);
+    cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (GEMM candidate)");
+    if (out_ == DType::f32) {
+      std::vector<float> h(static_cast<std::size_t>(shape_.m * shape_.n));
+      c_[0]->download(h.data(), h.size() * 4);
+      return reference_->check(h.data(), shape_.n, 1e-5);
+    }
+    std::vector<std::uint16_t> h(static_cast<std::size_t>(shape_.m * shape_.n));
+    c_[0]->download(h.data(), h.size() * 2);
+    return reference_->check(h.data(), out_, shape_.n, 4e-3);
+  }
+
+  bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
+
+  double run_ms(const Candidate& c, int iteration) override {
+    const CudaGemmCandidate& g = find(c);
+    return events_.ms([&] { launch(g, iteration); });
+  }
+
+ private:
+  const CudaGemmCandidate& find(const Candidate& c) const {
+    for (const CudaGemmCandidate& g : space_)
+      if (g.candidate.config == c.config) return g;
+    fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+  }
+  void launch(const CudaGemmCandidate& g, int iteration) {
+    const auto s = static_cast<std::size_t>(iteration) % a_.size();
+    backend_.launch_gemm(recipe_, op_, a_[s]->view(), b_[s]->view(), shape_,
+                         TensorView{c_[s]->get(), out_, shape_.m, shape_.n, 0}, GemmEpilogue{},
+                         nullptr, &g.choice);
+  }
+
+  cuda::CudaBackend& backend_;
+  Recipe recipe_;
+  GemmOp op_;
+  GemmShape shape_;
+  DType out_;
+  GemmRoles roles_;
+  GemmLayouts layouts_;
+  codegen::GemmSpec spec_;
+  std::vector<CudaGemmCandidate> space_;
+  std::unique_ptr<GemmReference> reference_;
+  std::vector<std::unique_ptr<DeviceOperand>> a_, b_;
+  std::vector<std::unique_ptr<cuda::DeviceBuffer>> c_;
+  Events events_;
+};
+
+class CudaQuantizeJob final : public TuneJob {
+ public:
+  CudaQuantizeJob(cuda::CudaBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
+                  std::int64_t cols, DType in)
+      : backend_(backend),
+        recipe_(recipe),
+        role_(role),
+        rows_(rows),
+        cols_(cols),
+        in_(in),
+        layout_(quant_layout(recipe, role, rows, cols)) {}
+
+  TuningKey key() const override {
+    return quantize_tuning_key(backend_.identity(), recipe_, role_, rows_, cols_, in_);
+  }
+  std::string label() const override {
+    return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
+  }
+  double work() const override {
+    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
+                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
+  }
+  std::string unit() const override { return "GB/s"; }
+
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    space_ = cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned);
+    std::vector<Candidate> out;
+    for (const CudaQuantizeCandidate& c : space_) out.push_back(c.candidate);
+    return out;
+  }
+
+  void prepare() override {
+    const std::vector<std::uint8_t> x = random_source(rows_, cols_, in_, 21);
+    const bool occ = recipe_[role_].occ;
+    expected_ = std::make_unique<OperandBuffers>(layout_, occ);
+    EngineOptions o;
+    o.backend = BackendKind::reference;
+    Engine ref(o);
+    ref.quantize(recipe_, role_,
+                 TensorView{const_cast<std::uint8_t*>(x.data()), in_, rows_, cols_, 0},
+                 expected_->view(), {.seed = 5});
+    const auto set_bytes = static_cast<std::int64_t>(work());
+    const int sets =
+        static_cast<int>(std::clamp<std::int64_t>(2 * 50'000'000 / set_bytes + 1, 1, 8));
+    for (int i = 0; i < sets; ++i) {
+      src_.push_back(std::make_unique<cuda::DeviceBuffer>(x.size()));
+      src_.back()->upload(x.data(), x.size());
+      out_.push_back(std::make_unique<DeviceOperand>(layout_, occ));
+    }
+  }
+
+  void compile(const Candidate& c) override {
+    const CudaQuantizeCandidate& q = find(c);
+    cuda::DeviceInfo d = backend_.device();
+    d.rows_config = q.config.rows ? &*q.config.rows : nullptr;
+    d.tile_config = q.config.tile ? &*q.config.tile : nullptr;
+    // Every kernel of the candidate's plan (the tuned one and its helpers) into the cache.
+    for (const codegen::KernelSource& k : cuda_quantize_plan(recipe_, role_, rows_, cols_, in_, d))
+      cuda::kernel_binary(k, backend_.cache());
+  }
+
+  std::optional<std::string> verify(const Candidate& c) override {
+    out_[0]->codes.fill(0xee);
+    run(find(c), 0);
+    cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (quantize candidate)");
+    OperandBuffers got(layout_, false);
+    out_[0]->download(layout_, got);
+    if (got.same_values_as(*expected_)) return std::nullopt;
+    return std::string("codes, scales or tensor scale differ from the reference backend's");
+  }
+
+  bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
+
+  double run_ms(const Candidate& c, int iteration) override {
+    const CudaQuantizeCandidate& q = find(c);
+    return events_.ms([&] { run(q, iteration); });
+  }
+
+ private:
+  const CudaQuantizeCandidate& find(const Candidate& c) const {
+    for (const CudaQuantizeCandidate& q : space_)
+      if (q.candidate.config == c.config) return q;
+    fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+  }
+  void run(const CudaQuantizeCandidate& q, int iteration) {
+    const auto s = static_cast<std::size_t>(iteration) % src_.size();
+    backend_.quantize_with(&q.config, recipe_, role_,
+                           TensorView{src_[s]->get(), in_, rows_, cols_, 0}, out_[s]->view(),
+                           {.seed = 5}, nullptr);
+  }
+
+  cuda::CudaBackend& backend_;
+  Recipe recipe_;
+  Role role_;
+  std::int64_t rows_, cols_;
+  DType in_;
+  QuantLayout layout_;
+  std::vector<CudaQuantizeCandidate> space_;
+  std::unique_ptr<OperandBuffers> expected_;
+  std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;
+  std::vector<std::unique_ptr<DeviceOperand>> out_;
+  Events events_;
+};
+
+}  // namespace
+
+std::unique_ptr<TuneJob> cuda_quantize_job(cuda::CudaBackend& backend, const Recipe& recipe,
+                                           Role role, std::int64_t rows, std::int64_t cols,
+                                           DType in) {
+  return std::make_unique<CudaQuantizeJob>(backend, recipe, role, rows, cols, in);
+}
+
+std::unique_ptr<TuneJob> cuda_gemm_job(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op,
+                                       const GemmShape& shape, DType out) {
+  return std::make_unique<CudaGemmJob>(backend, recipe, op, shape, out);
+}
+
+}  // namespace fp4jit::tuner

@@ -1,0 +1,264 @@
+#include "tuner/cuda_space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
+
+namespace fp4jit::tuner {
+
+namespace {
+
+// Fields of a choice's text that differ from the heuristic's.
+int distance(const std::string& a, const std::string& b) {
+  const auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos <= s.size()) {
+      std::size_t end = s.find(',', pos);
+      if (end == std::string::npos) end = s.size();
+      out.push_back(s.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    return out;
+  };
+  const auto fa = split(a), fb = split(b);
+  int d = static_cast<int>(std::max(fa.size(), fb.size()) - std::min(fa.size(), fb.size()));
+  for (std::size_t i = 0; i < std::min(fa.size(), fb.size()); ++i) d += fa[i] != fb[i] ? 1 : 0;
+  return d;
+}
+
+template <class T>
+void order_by_distance(std::vector<T>& v) {
+  if (v.empty()) return;
+  const std::string h = v.front().candidate.config;
+  std::stable_sort(v.begin() + 1, v.end(), [&](const T& x, const T& y) {
+    const int dx = distance(x.candidate.config, h), dy = distance(y.candidate.config, h);
+    return dx != dy ? dx < dy : x.candidate.config < y.candidate.config;
+  });
+}
+
+}  // namespace
+
+std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, std::int64_t m,
+                                               int sm_count, const std::string& target,
+                                               std::vector<CandidateResult>* pruned) {
+  const codegen::GemmChoice h = codegen::choose_gemm(spec, m, sm_count, target);
+  std::vector<CudaGemmCandidate> out;
+  std::set<std::string> seen;
+  const std::string h_text = cuda::gemm_choice_text(h, target);
+  out.push_back({h, Candidate{h_text, true}});
+  seen.insert(h_text);
+  const auto consider = [&](const codegen::GemmChoice& c) {
+    const std::string text = cuda::gemm_choice_text(c, target);
+    if (!seen.insert(text).second) return;
+    try {
+      out.push_back(
+          {cuda::parse_gemm_choice(text, spec, m, sm_count, target), Candidate{text, false}});
+    } catch (const Error& e) {
+      if (pruned != nullptr) pruned->push_back(pruned_candidate(text, false, e.what()));
+    }
+  };
+  if (target == "sm_100a") {
+    for (int st = 2; st <= 8; ++st) {
+      codegen::GemmChoice c = h;
+      c.sm100.stages = st;
+      consider(c);
+    }
+    order_by_distance(out);
+    return out;
+  }
+  const int k_tiles = cuda::sm90_k_tiles(spec);
+  std::set<int> split_set{1, 2, 4, 8, h.splits};
+  for (int bn : {64, 128, 256}) {
+    const codegen::GemmSm90Config base = codegen::default_sm90_config(spec, bn);
+    const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + bn - 1) / bn);
+    for (int depth : {0, 2, -2})
+      for (const auto& [rg, along_m] :
+           {std::pair{8, true}, std::pair{8, false}, std::pair{16, true}})
+        for (int splits : split_set)
+          for (int il : {0, 1}) {
+            codegen::GemmChoice c = h;
+            c.sm90 = base;
+            c.sm90.packed_stages = base.packed_stages + depth;
+            c.sm90.raster_group = rg;
+            c.sm90.raster_along_m = along_m;
+            c.sm90.nv_interleave = spec.path == codegen::GemmPath::nv ? il == 1 : false;
+            if (spec.path != codegen::GemmPath::nv && il == 1) continue;
+            if (spec.path == codegen::GemmPath::nv && il == 1 && bn % 128 != 0) continue;
+            c.splits = splits;
+            const std::string text = cuda::gemm_choice_text(c, target);
+            if (splits > 1 && k_tiles / splits < 2) {
+              if (pruned != nullptr && seen.insert(text).second)
+                pruned->push_back(pruned_candidate(
+                    text, false,
+                    fmt::format("split-K {} leaves under 2 of the {} K tiles per split", splits,
+                                k_tiles)));
+              continue;
+            }
+            if (splits > 1 && tiles >= sm_count) {
+              if (pruned != nullptr && seen.insert(text).second)
+                pruned->push_back(pruned_candidate(
+                    text, false,
+                    fmt::format("split-K with {} tiles already filling {} SMs", tiles, sm_count)));
+              continue;
+            }
+            consider(c);
+          }
+  }
+  order_by_distance(out);
+  return out;
+}
+
+std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
+                                               std::vector<CandidateResult>* pruned) {
+  const codegen::RowsConfig h = codegen::default_rows_config(op, in);
+  std::vector<CudaRowsCandidate> out{{h, Candidate{h.text(), true}}};
+  std::set<std::string> seen{h.text()};
+  for (int threads : {64, 128, 256, 512, 1024})
+    for (int unroll : {1, 2, 4, 8}) {
+      codegen::RowsConfig c{threads, unroll};
+      if (!seen.insert(c.text()).second) continue;
+      try {
+        c.validate();
+        out.push_back({c, Candidate{c.text(), false}});
+      } catch (const Error& e) {
+        if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));
+      }
+    }
+  order_by_distance(out);
+  return out;
+}
+
+std::vector<CudaTileCandidate> cuda_tile_space(const OperandSpec* row, const OperandSpec* col,
+                                               DType in, std::vector<CandidateResult>* pruned) {
+  const codegen::TileConfig h = codegen::default_tile_config(row, col, in);
+  std::vector<CudaTileCandidate> out{{h, Candidate{h.text(), true}}};
+  std::set<std::string> seen{h.text()};
+  for (int threads : {128, 256, 512})
+    for (int tr : {32, 64, 128})
+      for (int tc : {32, 64, 128}) {
+        codegen::TileConfig c{threads, tr, tc};
+        if (!seen.insert(c.text()).second) continue;
+        try {
+          c.validate(row, col, in);
+          out.push_back({c, Candidate{c.text(), false}});
+        } catch (const Error& e) {
+          if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));
+        }
+      }
+  order_by_distance(out);
+  return out;
+}
+
+namespace {
+
+// Fake, aligned, never dereferenced addresses for planning without a device.
+void* fake(int i) {
+  return reinterpret_cast<void*>(cuda::Arena::kCountingBase * 2 +
+                                 static_cast<std::uintptr_t>(i) * 4096);
+}
+
+cuda::Plan plan_for(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+                    const cuda::DeviceInfo& device) {
+  const TensorView src{fake(0), in, rows, cols, 0};
+  QuantizedView out;
+  out.codes = static_cast<std::uint8_t*>(fake(1));
+  out.scales = fake(2);
+  out.tensor_scale = static_cast<float*>(fake(3));
+  out.amax = static_cast<float*>(fake(4));
+  if (recipe[role].occ) {
+    out.residual_index = static_cast<std::int64_t*>(fake(5));
+    out.residual_value = static_cast<float*>(fake(6));
+    out.residual_count = static_cast<std::int64_t*>(fake(7));
+    out.residual_capacity = rows * cols / 8 + 1024;
+  }
+  cuda::Arena arena;
+  return cuda::plan_quantize(recipe, role, src, out, nullptr, QuantizeArgs{}, device, arena);
+}
+
+std::string config_of(const std::string& key_text) {
+  const auto at = key_text.find(";config=");
+  if (at == std::string::npos) return {};
+  const auto start = at + 8;
+  return key_text.substr(start, key_text.find(';', start) - start);
+}
+
+}  // namespace
+
+std::vector<codegen::KernelSource> cuda_quantize_plan(const Recipe& recipe, Role role,
+                                                      std::int64_t rows, std::int64_t cols,
+                                                      DType in, const cuda::DeviceInfo& device) {
+  std::vector<codegen::KernelSource> out;
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+    if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step)) out.push_back(l->kernel);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
+    const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+    const cuda::DeviceInfo& device) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+    if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step))
+      out.emplace_back(l->kernel.op, config_of(l->kernel.key_text));
+  return out;
+}
+
+std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Role role,
+                                                       std::int64_t rows, std::int64_t cols,
+                                                       DType in, const cuda::DeviceInfo& device,
+                                                       std::vector<CandidateResult>* pruned) {
+  cuda::DeviceInfo plain = device;
+  plain.rows_config = nullptr;
+  plain.tile_config = nullptr;
+  std::string heuristic;
+  bool rows_kernel = false, tile_kernel = false;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, plain)) {
+    const bool r = op == "quantize_rows", t = op == "quantize_tile";
+    rows_kernel = rows_kernel || r;
+    tile_kernel = tile_kernel || t;
+    if (heuristic.empty() && (r || t)) heuristic = (r ? "rows:" : "tile:") + config;
+  }
+  if (heuristic.empty())
+    fail(ErrorKind::unsupported,
+         "quantize {} {}x{}: its plan launches no quantize_rows or quantize_tile kernel",
+         name(role), rows, cols);
+  std::vector<CudaQuantizeCandidate> out{
+      {cuda::parse_quantize_tuning(heuristic), Candidate{heuristic, true}}};
+  std::vector<cuda::QuantizeTuning> options;
+  if (rows_kernel)
+    for (const CudaRowsCandidate& c : cuda_rows_space(recipe[role], in, nullptr))
+      options.push_back({c.config, {}});
+  const bool transposed = role_info(role).transposed;
+  if (tile_kernel)
+    for (const CudaTileCandidate& c :
+         cuda_tile_space(transposed ? nullptr : &recipe[role], transposed ? &recipe[role] : nullptr,
+                         in, pruned))
+      options.push_back({{}, c.config});
+  std::set<std::string> seen{heuristic};
+  for (const cuda::QuantizeTuning& q : options) {
+    const std::string text = q.text();
+    if (!seen.insert(text).second) continue;
+    cuda::DeviceInfo d = plain;
+    d.rows_config = q.rows ? &*q.rows : nullptr;
+    d.tile_config = q.tile ? &*q.tile : nullptr;
+    bool applied = false;
+    for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, d))
+      applied = applied || config == text.substr(5);
+    if (!applied) {
+      if (pruned != nullptr)
+        pruned->push_back(pruned_candidate(
+            text, false, "not valid for this operand's kernel (the plan keeps its own)"));
+      continue;
+    }
+    out.push_back({q, Candidate{text, false}});
+  }
+  order_by_distance(out);
+  return out;
+}
+
+}  // namespace fp4jit::tuner

@@ -1,0 +1,212 @@
+#include "tuner/host_jobs.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "runtime/host/requests.hpp"
+#include "runtime/tuning_keys.hpp"
+#include "tuner/gemm_check.hpp"
+#include "tuner/host_space.hpp"
+#include "tuner/operand_buffers.hpp"
+
+namespace fp4jit::tuner {
+
+int rotation_sets(std::int64_t set_bytes) {
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 <= 0) l2 = 1 << 20;
+  const std::int64_t want = 2 * static_cast<std::int64_t>(l2);
+  return static_cast<int>(std::clamp<std::int64_t>(
+      (want + set_bytes - 1) / std::max<std::int64_t>(set_bytes, 1), 1, 8));
+}
+
+namespace {
+
+host::HostConfig find_config(const std::vector<HostCandidate>& space, const Candidate& c) {
+  for (const HostCandidate& h : space)
+    if (h.candidate.config == c.config) return h.config;
+  fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+}
+
+class HostGemmJob final : public TuneJob {
+ public:
+  HostGemmJob(host::HostBackend& backend, const Recipe& recipe, GemmOp op, const GemmShape& shape)
+      : backend_(backend),
+        recipe_(recipe),
+        op_(op),
+        shape_(shape),
+        roles_(gemm_roles(op)),
+        layouts_(gemm_layouts(recipe, op, shape)) {}
+
+  TuningKey key() const override {
+    return gemm_tuning_key(backend_.identity(), recipe_, op_, shape_, "");
+  }
+  std::string label() const override {
+    return fmt::format("{} {}", name(op_), gemm_shape_text(shape_));
+  }
+  double work() const override {
+    return 2.0 * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
+           static_cast<double>(shape_.k);
+  }
+  std::string unit() const override { return "TFLOP/s"; }
+
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    space_ = host_gemm_space(backend_.config(), backend_.kernels().target().vector_bits, shape_.m,
+                             shape_.n, shape_.k, pruned);
+    std::vector<Candidate> out;
+    for (const HostCandidate& h : space_) out.push_back(h.candidate);
+    return out;
+  }
+
+  void prepare() override {
+    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
+    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
+    std::vector<std::uint8_t> xa = random_source(sa.rows, sa.cols, DType::bf16, 11);
+    std::vector<std::uint8_t> xb = random_source(sb.rows, sb.cols, DType::bf16, 12);
+    OperandBuffers a(layouts_.a, recipe_[roles_.a].occ), b(layouts_.b, recipe_[roles_.b].occ);
+    backend_.quantize(recipe_, roles_.a, TensorView{xa.data(), DType::bf16, sa.rows, sa.cols, 0},
+                      a.view(), {.seed = 1}, nullptr);
+    backend_.quantize(recipe_, roles_.b, TensorView{xb.data(), DType::bf16, sb.rows, sb.cols, 0},
+                      b.view(), {.seed = 2}, nullptr);
+    reference_ = std::make_unique<GemmReference>(recipe_, op_, shape_, a.view(), b.view());
+    const int sets = rotation_sets(a.bytes() + b.bytes() + shape_.m * shape_.n * 4);
+    for (int i = 0; i < sets; ++i) {
+      a_.push_back(a);
+      b_.push_back(b);
+      c_.emplace_back(static_cast<std::size_t>(shape_.m * shape_.n));
+    }
+  }
+
+  void compile(const Candidate& c) override {
+    backend_.kernels().get(host::gemm_request(recipe_, roles_.a, roles_.b, find_config(space_, c)));
+  }
+
+  std::optional<std::string> verify(const Candidate& c) override {
+    run(find_config(space_, c), 0);
+    return reference_->check(c_[0].data(), shape_.n, 1e-5);
+  }
+
+  double run_ms(const Candidate& c, int iteration) override {
+    const host::HostConfig cfg = find_config(space_, c);
+    return steady_ms([&] { run(cfg, iteration); });
+  }
+
+ private:
+  void run(const host::HostConfig& cfg, int iteration) {
+    const auto s = static_cast<std::size_t>(iteration) % a_.size();
+    backend_.gemm(recipe_, host::GemmOperand{roles_.a, layouts_.a, a_[s].view()},
+                  host::GemmOperand{roles_.b, layouts_.b, b_[s].view()}, c_[s].data(), shape_.n,
+                  nullptr, &cfg);
+  }
+
+  host::HostBackend& backend_;
+  Recipe recipe_;
+  GemmOp op_;
+  GemmShape shape_;
+  GemmRoles roles_;
+  GemmLayouts layouts_;
+  std::vector<HostCandidate> space_;
+  std::unique_ptr<GemmReference> reference_;
+  std::vector<OperandBuffers> a_, b_;
+  std::vector<std::vector<float>> c_;
+};
+
+class HostQuantizeJob final : public TuneJob {
+ public:
+  HostQuantizeJob(host::HostBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
+                  std::int64_t cols, DType in)
+      : backend_(backend),
+        recipe_(recipe),
+        role_(role),
+        rows_(rows),
+        cols_(cols),
+        in_(in),
+        layout_(quant_layout(recipe, role, rows, cols)) {}
+
+  TuningKey key() const override {
+    return quantize_tuning_key(backend_.identity(), recipe_, role_, rows_, cols_, in_);
+  }
+  std::string label() const override {
+    return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
+  }
+  double work() const override {
+    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
+                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
+  }
+  std::string unit() const override { return "GB/s"; }
+
+  std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
+    space_ = host_quantize_space(backend_.config(), backend_.kernels().target().vector_bits,
+                                 layout_.rows, pruned);
+    std::vector<Candidate> out;
+    for (const HostCandidate& h : space_) out.push_back(h.candidate);
+    return out;
+  }
+
+  void prepare() override {
+    const std::vector<std::uint8_t> x = random_source(rows_, cols_, in_, 21);
+    expected_ = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
+    EngineOptions o;
+    o.backend = BackendKind::reference;
+    Engine ref(o);
+    ref.quantize(recipe_, role_,
+                 TensorView{const_cast<std::uint8_t*>(x.data()), in_, rows_, cols_, 0},
+                 expected_->view(), {.seed = 5});
+    const int sets = rotation_sets(static_cast<std::int64_t>(x.size()) + expected_->bytes());
+    for (int i = 0; i < sets; ++i) {
+      src_.push_back(x);
+      out_.push_back(*expected_);
+    }
+  }
+
+  void compile(const Candidate& c) override {
+    backend_.kernels().get(host::quantize_request(
+        recipe_, role_, host::quantize_input(recipe_, role_, in_), find_config(space_, c)));
+  }
+
+  std::optional<std::string> verify(const Candidate& c) override {
+    OperandBuffers got(layout_, recipe_[role_].occ);
+    run(find_config(space_, c), 0, got);
+    if (got.same_as(*expected_)) return std::nullopt;
+    return std::string("codes, scales or tensor scale differ from the reference backend's");
+  }
+
+  double run_ms(const Candidate& c, int iteration) override {
+    const host::HostConfig cfg = find_config(space_, c);
+    OperandBuffers& out = out_[static_cast<std::size_t>(iteration) % out_.size()];
+    return steady_ms([&] { run(cfg, iteration, out); });
+  }
+
+ private:
+  void run(const host::HostConfig& cfg, int iteration, OperandBuffers& out) {
+    std::vector<std::uint8_t>& x = src_[static_cast<std::size_t>(iteration) % src_.size()];
+    backend_.quantize_with(cfg, recipe_, role_, TensorView{x.data(), in_, rows_, cols_, 0},
+                           out.view(), {.seed = 5});
+  }
+
+  host::HostBackend& backend_;
+  Recipe recipe_;
+  Role role_;
+  std::int64_t rows_, cols_;
+  DType in_;
+  QuantLayout layout_;
+  std::vector<HostCandidate> space_;
+  std::unique_ptr<OperandBuffers> expected_;
+  std::vector<std::vector<std::uint8_t>> src_;
+  std::vector<OperandBuffers> out_;
+};
+
+}  // namespace
+
+std::unique_ptr<TuneJob> host_gemm_job(host::HostBackend& backend, const Recipe& recipe, GemmOp op,
+                                       const GemmShape& shape) {
+  return std::make_unique<HostGemmJob>(backend, recipe, op, shape);
+}
+
+std::unique_ptr<TuneJob> host_quantize_job(host::HostBackend& backend, const Recipe& recipe,
+                                           Role role, std::int64_t rows, std::int64_t cols,
+                                           DType in) {
+  return std::make_unique<HostQuantizeJob>(backend, recipe, role, rows, cols, in);
+}
+
+}  // namespace fp4jit::tuner
