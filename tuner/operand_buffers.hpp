@@ -38,9 +38,11 @@ class OperandBuffers {
   std::int64_t bytes() const { return static_cast<std::int64_t>(codes_.size() + scales_.size()); }
   // Codes, scales and tensor scale equal (the parts every backend writes identically).
   // Codes, scales and tensor scale only (the residual count left out).
-  bool same_values_as(const OperandBuffers& o) const {
+  // Codes and scales equal, and the tensor scale where the layout has one (two-level operands;
+  // no kernel writes it otherwise).
+  bool same_values_as(const OperandBuffers& o, bool has_tensor_scale) const {
     return codes_ == o.codes_ && scales_ == o.scales_ &&
-           std::memcmp(&tensor_scale_, &o.tensor_scale_, sizeof(float)) == 0;
+           (!has_tensor_scale || std::memcmp(&tensor_scale_, &o.tensor_scale_, sizeof(float)) == 0);
   }
   bool same_as(const OperandBuffers& o) const {
     return codes_ == o.codes_ && scales_ == o.scales_ &&
