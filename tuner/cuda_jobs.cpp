@@ -9,6 +9,7 @@
 #include "tuner/cuda_space.hpp"
 #include "tuner/gemm_check.hpp"
 #include "tuner/operand_buffers.hpp"
+#include "tuner/problem_jobs.hpp"
 
 namespace fp4jit::tuner {
 
@@ -82,30 +83,14 @@ class Events {
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
-class CudaGemmJob final : public TuneJob {
+class CudaGemmJob final : public GemmProblemJob {
  public:
   CudaGemmJob(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op, const GemmShape& shape,
               DType out)
-      : backend_(backend),
-        recipe_(recipe),
-        op_(op),
-        shape_(shape),
+      : GemmProblemJob(recipe, op, shape),
+        backend_(backend),
         out_(out),
-        roles_(gemm_roles(op)),
-        layouts_(gemm_layouts(recipe, op, shape)),
         spec_(codegen::gemm_spec(recipe, op, shape.n, shape.k, out, backend.device().target)) {}
-
-  TuningKey key() const override {
-    return gemm_tuning_key(backend_.identity(), recipe_, op_, shape_, std::string(name(out_)));
-  }
-  std::string label() const override {
-    return fmt::format("{} {}", name(op_), gemm_shape_text(shape_));
-  }
-  double work() const override {
-    return 2.0 * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
-           static_cast<double>(shape_.k);
-  }
-  std::string unit() const override { return "TFLOP/s"; }
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = cuda_gemm_space(spec_, shape_.m, backend_.device().sm_count, backend_.device().target,
@@ -183,13 +168,11 @@ class CudaGemmJob final : public TuneJob {
                          nullptr, &g.choice);
   }
 
+  const DeviceIdentity& identity() const override { return backend_.identity(); }
+  std::string out_text() const override { return std::string(name(out_)); }
+
   cuda::CudaBackend& backend_;
-  Recipe recipe_;
-  GemmOp op_;
-  GemmShape shape_;
   DType out_;
-  GemmRoles roles_;
-  GemmLayouts layouts_;
   codegen::GemmSpec spec_;
   std::vector<CudaGemmCandidate> space_;
   std::unique_ptr<GemmReference> reference_;
@@ -198,29 +181,11 @@ class CudaGemmJob final : public TuneJob {
   Events events_;
 };
 
-class CudaQuantizeJob final : public TuneJob {
+class CudaQuantizeJob final : public QuantizeProblemJob {
  public:
   CudaQuantizeJob(cuda::CudaBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
                   std::int64_t cols, DType in)
-      : backend_(backend),
-        recipe_(recipe),
-        role_(role),
-        rows_(rows),
-        cols_(cols),
-        in_(in),
-        layout_(quant_layout(recipe, role, rows, cols)) {}
-
-  TuningKey key() const override {
-    return quantize_tuning_key(backend_.identity(), recipe_, role_, rows_, cols_, in_);
-  }
-  std::string label() const override {
-    return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
-  }
-  double work() const override {
-    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
-                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
-  }
-  std::string unit() const override { return "GB/s"; }
+      : QuantizeProblemJob(recipe, role, rows, cols, in), backend_(backend) {}
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned);
@@ -291,12 +256,9 @@ class CudaQuantizeJob final : public TuneJob {
                            {.seed = 5}, nullptr);
   }
 
+  const DeviceIdentity& identity() const override { return backend_.identity(); }
+
   cuda::CudaBackend& backend_;
-  Recipe recipe_;
-  Role role_;
-  std::int64_t rows_, cols_;
-  DType in_;
-  QuantLayout layout_;
   std::vector<CudaQuantizeCandidate> space_;
   std::unique_ptr<OperandBuffers> expected_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;

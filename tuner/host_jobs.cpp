@@ -9,6 +9,7 @@
 #include "tuner/gemm_check.hpp"
 #include "tuner/host_space.hpp"
 #include "tuner/operand_buffers.hpp"
+#include "tuner/problem_jobs.hpp"
 
 namespace fp4jit::tuner {
 
@@ -28,27 +29,10 @@ host::HostConfig find_config(const std::vector<HostCandidate>& space, const Cand
   fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
 }
 
-class HostGemmJob final : public TuneJob {
+class HostGemmJob final : public GemmProblemJob {
  public:
   HostGemmJob(host::HostBackend& backend, const Recipe& recipe, GemmOp op, const GemmShape& shape)
-      : backend_(backend),
-        recipe_(recipe),
-        op_(op),
-        shape_(shape),
-        roles_(gemm_roles(op)),
-        layouts_(gemm_layouts(recipe, op, shape)) {}
-
-  TuningKey key() const override {
-    return gemm_tuning_key(backend_.identity(), recipe_, op_, shape_, "");
-  }
-  std::string label() const override {
-    return fmt::format("{} {}", name(op_), gemm_shape_text(shape_));
-  }
-  double work() const override {
-    return 2.0 * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
-           static_cast<double>(shape_.k);
-  }
-  std::string unit() const override { return "TFLOP/s"; }
+      : GemmProblemJob(recipe, op, shape), backend_(backend) {}
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = host_gemm_space(backend_.config(), backend_.kernels().target().vector_bits, shape_.m,
@@ -99,41 +83,20 @@ class HostGemmJob final : public TuneJob {
                   nullptr, &cfg);
   }
 
+  const DeviceIdentity& identity() const override { return backend_.identity(); }
+
   host::HostBackend& backend_;
-  Recipe recipe_;
-  GemmOp op_;
-  GemmShape shape_;
-  GemmRoles roles_;
-  GemmLayouts layouts_;
   std::vector<HostCandidate> space_;
   std::unique_ptr<GemmReference> reference_;
   std::vector<OperandBuffers> a_, b_;
   std::vector<std::vector<float>> c_;
 };
 
-class HostQuantizeJob final : public TuneJob {
+class HostQuantizeJob final : public QuantizeProblemJob {
  public:
   HostQuantizeJob(host::HostBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
                   std::int64_t cols, DType in)
-      : backend_(backend),
-        recipe_(recipe),
-        role_(role),
-        rows_(rows),
-        cols_(cols),
-        in_(in),
-        layout_(quant_layout(recipe, role, rows, cols)) {}
-
-  TuningKey key() const override {
-    return quantize_tuning_key(backend_.identity(), recipe_, role_, rows_, cols_, in_);
-  }
-  std::string label() const override {
-    return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
-  }
-  double work() const override {
-    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
-                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
-  }
-  std::string unit() const override { return "GB/s"; }
+      : QuantizeProblemJob(recipe, role, rows, cols, in), backend_(backend) {}
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = host_quantize_space(backend_.config(), backend_.kernels().target().vector_bits,
@@ -184,12 +147,9 @@ class HostQuantizeJob final : public TuneJob {
                            out.view(), {.seed = 5});
   }
 
+  const DeviceIdentity& identity() const override { return backend_.identity(); }
+
   host::HostBackend& backend_;
-  Recipe recipe_;
-  Role role_;
-  std::int64_t rows_, cols_;
-  DType in_;
-  QuantLayout layout_;
   std::vector<HostCandidate> space_;
   std::unique_ptr<OperandBuffers> expected_;
   std::vector<std::vector<std::uint8_t>> src_;
