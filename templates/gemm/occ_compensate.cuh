@@ -129,10 +129,14 @@ __global__ void __launch_bounds__(Config::kThreads) occ_compensate(const OccComp
     float w[kBatch][kCols];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      const bool in = t0 + b < hi;
-      r[b] = in ? a.value[t0 + b] : 0.0f;
-      const long long p = in ? a.index[t0 + b] - base : 0;  // a past-the-end entry reads row 0
-      load_cols<Config::kIn, kCols>(a.wt, p * a.n + j0, n, vec, w[b]);
+      if (t0 + b < hi) {  // the same for the whole CTA
+        r[b] = a.value[t0 + b];
+        load_cols<Config::kIn, kCols>(a.wt, (a.index[t0 + b] - base) * a.n + j0, n, vec, w[b]);
+      } else {  // past the row's end: adds exactly 0 (no load, so no 0 * Inf)
+        r[b] = 0.0f;
+#pragma unroll
+        for (int q = 0; q < kCols; ++q) w[b][q] = 0.0f;
+      }
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b)
