@@ -68,31 +68,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// CUDA events on the null stream.
-class Timer {
- public:
-  explicit Timer(const cuda::Driver& d) : d_(d) {
-    cuda::check(d_.event_create(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    cuda::check(d_.event_create(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
-  }
-  ~Timer() {
-    d_.event_destroy(start_);
-    d_.event_destroy(stop_);
-  }
-  void start() { cuda::check(d_.event_record(start_, nullptr), "cuEventRecord"); }
-  double stop_ms() {
-    cuda::check(d_.event_record(stop_, nullptr), "cuEventRecord");
-    cuda::check(d_.event_synchronize(stop_), "cuEventSynchronize");
-    float ms = 0.0f;
-    cuda::check(d_.event_elapsed_time(&ms, start_, stop_), "cuEventElapsedTime");
-    return ms;
-  }
-
- private:
-  const cuda::Driver& d_;
-  CUevent start_ = nullptr, stop_ = nullptr;
-};
-
 // Random BF16 values of wide magnitude (exponents 2^-8..2^8), no NaN/Inf: threads fill chunks.
 std::vector<std::uint16_t> random_bf16(std::size_t n) {
   std::vector<std::uint16_t> out(n);
@@ -144,7 +119,7 @@ double copy_bandwidth(const cuda::Driver& d) {
   const std::size_t bytes = std::size_t{1} << 30;
   cuda::DeviceBuffer a(bytes), b(bytes);
   a.fill(1);
-  Timer t(d);
+  cuda::EventTimer t(d);
   std::vector<double> ms;
   for (int i = 0; i < 25; ++i) {
     t.start();
@@ -198,7 +173,7 @@ int run_bench(const std::vector<std::string>& args) {
   std::vector<Row> rows;
   const std::int64_t max_n = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint16_t> host = random_bf16(static_cast<std::size_t>(max_n * max_n));
-  Timer timer(d);
+  cuda::EventTimer timer(d);
   for (const std::int64_t n : sizes) {
     const std::size_t in_bytes = static_cast<std::size_t>(n * n * 2);
     const int buffers =

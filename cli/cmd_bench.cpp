@@ -120,21 +120,8 @@ double Timer::median_ms(int iters, Fn fn) {
 #if defined(FP4JIT_HAVE_CUDA)
   if (device_) {
     cuda::DeviceScope scope(0);
-    const cuda::Driver& d = scope.driver();
-    CUevent start = nullptr, stop = nullptr;
-    cuda::check(d.event_create(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    cuda::check(d.event_create(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    for (int i = 0; i < iters; ++i) {
-      cuda::check(d.event_record(start, nullptr), "cuEventRecord");
-      fn(i);
-      cuda::check(d.event_record(stop, nullptr), "cuEventRecord");
-      cuda::check(d.event_synchronize(stop), "cuEventSynchronize");
-      float t = 0.0f;
-      cuda::check(d.event_elapsed_time(&t, start, stop), "cuEventElapsedTime");
-      ms.push_back(t);
-    }
-    d.event_destroy(start);
-    d.event_destroy(stop);
+    cuda::EventTimer timer(scope.driver());
+    for (int i = 0; i < iters; ++i) ms.push_back(timer.ms([&] { fn(i); }));
   }
 #endif
   if (!device_) {

@@ -144,6 +144,33 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
   return c;
 }
 
+KernelSource gemm_kernel_source(const GemmSpec& spec, const std::string& arch,
+                                const std::string& config_text, const std::string& target,
+                                std::string declarations) {
+  KernelSource k;
+  k.op = "gemm_" + arch;
+  k.function = "gemm_kernel";
+  k.name_space = "fp4jit::" + arch;
+  k.header = "gemm/" + arch + "/kernel.cuh";
+  k.args_type =
+      "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
+      "fp4jit::sm90::TmaDesc, const fp4jit::gemm::GemmParams";
+  k.target = target;
+  k.declarations = std::move(declarations);
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("path", gemm_path_name(spec.path))
+                   .add("a", spec.a_text)
+                   .add("b", spec.b_text)
+                   .add("n", std::to_string(spec.n))
+                   .add("k", std::to_string(spec.k))
+                   .add("out", name(spec.out))
+                   .add("config", config_text)
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
 KernelSource gemm_kernel(const GemmSpec& spec, const GemmChoice& choice,
                          const std::string& target) {
   if (target == "sm_100a") return gemm_sm100_kernel(spec, choice.sm100, target);

@@ -70,6 +70,12 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
                               const std::string& target);
 KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& config,
                                const std::string& target);
+// The parts every target's GEMM kernel shares: the stub's template gemm/<arch>/kernel.cuh, its
+// arguments (two TMA descriptors and GemmParams) and the cache key; `declarations` holds the
+// target's Config.
+KernelSource gemm_kernel_source(const GemmSpec& spec, const std::string& arch,
+                                const std::string& config_text, const std::string& target,
+                                std::string declarations);
 // The kernel of `choice` for the spec's target.
 KernelSource gemm_kernel(const GemmSpec& spec, const GemmChoice& choice, const std::string& target);
 

@@ -27,17 +27,7 @@ void GemmSm100Config::validate(const GemmSpec& spec) const {
 KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& config,
                                const std::string& target) {
   config.validate(spec);
-  KernelSource k;
-  k.op = "gemm_sm100";
-  k.function = "gemm_kernel";
-  k.name_space = "fp4jit::sm100";
-  k.header = "gemm/sm100/kernel.cuh";
-  k.args_type =
-      "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
-      "fp4jit::sm90::TmaDesc, "
-      "const fp4jit::gemm::GemmParams";
-  k.target = target;
-  k.declarations = fmt::format(
+  const std::string declarations = fmt::format(
       "// sm_100a: compiled, NOT YET RUN on hardware.\n"
       "namespace g = fp4jit::sm100;\n\n"
       "struct Config : g::GemmConfigBase {{\n"
@@ -50,18 +40,7 @@ KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& conf
       "}};\n",
       gemm_path_name(spec.path), spec.a_block_rows, spec.b_block_rows, config.block_n,
       config.stages, gemm_out_name(spec.out), spec.n, spec.k);
-  k.key_text = KeyText()
-                   .add("op", k.op)
-                   .add("path", gemm_path_name(spec.path))
-                   .add("a", spec.a_text)
-                   .add("b", spec.b_text)
-                   .add("n", std::to_string(spec.n))
-                   .add("k", std::to_string(spec.k))
-                   .add("out", name(spec.out))
-                   .add("config", config.text())
-                   .add("target", target)
-                   .text();
-  return k;
+  return gemm_kernel_source(spec, "sm100", config.text(), target, declarations);
 }
 
 }  // namespace fp4jit::codegen

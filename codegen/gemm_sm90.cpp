@@ -61,17 +61,7 @@ GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n) {
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target) {
   config.validate(spec);
-  KernelSource k;
-  k.op = "gemm_sm90";
-  k.function = "gemm_kernel";
-  k.name_space = "fp4jit::sm90";
-  k.header = "gemm/sm90/kernel.cuh";
-  k.args_type =
-      "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
-      "fp4jit::sm90::TmaDesc, "
-      "const fp4jit::gemm::GemmParams";
-  k.target = target;
-  k.declarations = fmt::format(
+  const std::string declarations = fmt::format(
       "namespace g = fp4jit::sm90;\n\n"
       "struct Config : g::GemmConfigBase {{\n"
       "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
@@ -88,18 +78,7 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
       gemm_path_name(spec.path), spec.scale_code, spec.a_block_rows, spec.b_block_rows,
       config.block_n, config.packed_stages, config.exp_stages, config.raster_group,
       config.raster_along_m, config.nv_interleave, gemm_out_name(spec.out), spec.n, spec.k);
-  k.key_text = KeyText()
-                   .add("op", k.op)
-                   .add("path", gemm_path_name(spec.path))
-                   .add("a", spec.a_text)
-                   .add("b", spec.b_text)
-                   .add("n", std::to_string(spec.n))
-                   .add("k", std::to_string(spec.k))
-                   .add("out", name(spec.out))
-                   .add("config", config.text())
-                   .add("target", target)
-                   .text();
-  return k;
+  return gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
 }
 
 }  // namespace fp4jit::codegen

@@ -55,34 +55,6 @@ struct DeviceOperand {
   }
 };
 
-class Events {
- public:
-  Events() : d_(cuda::require_driver()) {
-    cuda::check(d_.event_create(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    cuda::check(d_.event_create(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
-  }
-  ~Events() {
-    d_.event_destroy(start_);
-    d_.event_destroy(stop_);
-  }
-  Events(const Events&) = delete;
-  Events& operator=(const Events&) = delete;
-  template <class Fn>
-  double ms(Fn fn) {
-    cuda::check(d_.event_record(start_, nullptr), "cuEventRecord");
-    fn();
-    cuda::check(d_.event_record(stop_, nullptr), "cuEventRecord");
-    cuda::check(d_.event_synchronize(stop_), "cuEventSynchronize");
-    float t = 0.0f;
-    cuda::check(d_.event_elapsed_time(&t, start_, stop_), "cuEventElapsedTime");
-    return t;
-  }
-
- private:
-  const cuda::Driver& d_;
-  CUevent start_ = nullptr, stop_ = nullptr;
-};
-
 class CudaGemmJob final : public GemmProblemJob {
  public:
   CudaGemmJob(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op, const GemmShape& shape,
@@ -152,7 +124,7 @@ class CudaGemmJob final : public GemmProblemJob {
 
   double run_ms(const Candidate& c, int iteration) override {
     const CudaGemmCandidate& g = find(c);
-    return events_.ms([&] { launch(g, iteration); });
+    return timer_.ms([&] { launch(g, iteration); });
   }
 
  private:
@@ -178,7 +150,7 @@ class CudaGemmJob final : public GemmProblemJob {
   std::unique_ptr<GemmReference> reference_;
   std::vector<std::unique_ptr<DeviceOperand>> a_, b_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> c_;
-  Events events_;
+  cuda::EventTimer timer_{cuda::require_driver()};
 };
 
 class CudaQuantizeJob final : public QuantizeProblemJob {
@@ -240,7 +212,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
   double run_ms(const Candidate& c, int iteration) override {
     const CudaQuantizeCandidate& q = find(c);
-    return events_.ms([&] { run(q, iteration); });
+    return timer_.ms([&] { run(q, iteration); });
   }
 
  private:
@@ -263,7 +235,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
   std::unique_ptr<OperandBuffers> expected_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;
   std::vector<std::unique_ptr<DeviceOperand>> out_;
-  Events events_;
+  cuda::EventTimer timer_{cuda::require_driver()};
 };
 
 }  // namespace

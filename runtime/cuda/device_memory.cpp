@@ -62,4 +62,26 @@ void DeviceBuffer::fill(std::uint8_t value) {
   check(d.ctx_synchronize(), "cuCtxSynchronize");
 }
 
+EventTimer::EventTimer(const Driver& d) : d_(d) {
+  check(d_.event_create(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(d_.event_create(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+EventTimer::~EventTimer() {
+  d_.event_destroy(start_);
+  d_.event_destroy(stop_);
+}
+
+void EventTimer::start() {
+  check(d_.event_record(start_, nullptr), "cuEventRecord");
+}
+
+double EventTimer::stop_ms() {
+  check(d_.event_record(stop_, nullptr), "cuEventRecord");
+  check(d_.event_synchronize(stop_), "cuEventSynchronize");
+  float ms = 0.0f;
+  check(d_.event_elapsed_time(&ms, start_, stop_), "cuEventElapsedTime");
+  return ms;
+}
+
 }  // namespace fp4jit::cuda

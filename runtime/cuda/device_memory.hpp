@@ -53,4 +53,26 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Milliseconds of GPU work on the null stream between start() and stop_ms() (a pair of CUDA
+// events, reused), or of what fn() enqueues: ms(fn).
+class EventTimer {
+ public:
+  explicit EventTimer(const Driver& d);
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start();
+  double stop_ms();  // waits for the stop event
+  template <class Fn>
+  double ms(Fn fn) {
+    start();
+    fn();
+    return stop_ms();
+  }
+
+ private:
+  const Driver& d_;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
 }  // namespace fp4jit::cuda
