@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gemm/sm90/heuristic.cuh"
@@ -42,11 +42,17 @@ struct CfgMsN256 : GemmConfigBase {
   static constexpr int BLOCK_N = 256;
   static constexpr int kPackedStages = 4, kExpandedStages = 3;
 };
-struct CfgMsN256F32 : CfgMsN256 { static constexpr OutType kOut = OutType::f32; };
+struct CfgMsN256F32 : CfgMsN256 {
+  static constexpr OutType kOut = OutType::f32;
+};
 struct CfgMsN256E3 : CfgMsN256 {};
-struct CfgMsN256E2 : CfgMsN256 { static constexpr int kPackedStages = 5, kExpandedStages = 2; };
+struct CfgMsN256E2 : CfgMsN256 {
+  static constexpr int kPackedStages = 5, kExpandedStages = 2;
+};
 template <int kA>
-struct CfgMsN256E3Ab : CfgMsN256E3 { static constexpr int kAblate = kA; };
+struct CfgMsN256E3Ab : CfgMsN256E3 {
+  static constexpr int kAblate = kA;
+};
 struct CfgMsN128 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::ms;
   static constexpr int BLOCK_N = 128;
@@ -61,9 +67,13 @@ struct CfgMxN128 : GemmConfigBase {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 7, kExpandedStages = 4;
 };
-struct CfgMxN128F32 : CfgMxN128 { static constexpr OutType kOut = OutType::f32; };
+struct CfgMxN128F32 : CfgMxN128 {
+  static constexpr OutType kOut = OutType::f32;
+};
 template <int kA>
-struct CfgMxN128Ab : CfgMxN128 { static constexpr int kAblate = kA; };
+struct CfgMxN128Ab : CfgMxN128 {
+  static constexpr int kAblate = kA;
+};
 struct CfgNv4N256 : GemmConfigBase {
   static constexpr ScaleKind kKind = ScaleKind::nv;
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
@@ -72,9 +82,13 @@ struct CfgNv4N256 : GemmConfigBase {
   static constexpr int kPackedStages = 8, kExpandedStages = 3;
   static constexpr bool kNvInterleave = true;
 };
-struct CfgNv4N256F32 : CfgNv4N256 { static constexpr OutType kOut = OutType::f32; };
+struct CfgNv4N256F32 : CfgNv4N256 {
+  static constexpr OutType kOut = OutType::f32;
+};
 template <int kA>
-struct CfgNv4N256Ab : CfgNv4N256 { static constexpr int kAblate = kA; };
+struct CfgNv4N256Ab : CfgNv4N256 {
+  static constexpr int kAblate = kA;
+};
 struct CfgNv4N128 : CfgNv4N256 {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 10, kExpandedStages = 5;
@@ -83,9 +97,13 @@ struct CfgNv5N256 : CfgNv4N256 {
   static constexpr ScaleCode kScaleCode = ScaleCode::ue5m3_nan;
   static constexpr int kBBlockRows = 1;
 };
-struct CfgNv5N256F32 : CfgNv5N256 { static constexpr OutType kOut = OutType::f32; };
+struct CfgNv5N256F32 : CfgNv5N256 {
+  static constexpr OutType kOut = OutType::f32;
+};
 template <class Base>
-struct Sequential : Base { static constexpr bool kNvInterleave = false; };
+struct Sequential : Base {
+  static constexpr bool kNvInterleave = false;
+};
 struct CfgNv5N128 : CfgNv5N256 {
   static constexpr int BLOCK_N = 128;
   static constexpr int kPackedStages = 10, kExpandedStages = 5;
@@ -102,8 +120,12 @@ struct TwoTransform : Base {
 struct CfgMsT2 : TwoTransform<CfgMsN128> {};
 struct CfgNv4T2 : TwoTransform<CfgNv4N128> {};
 struct CfgNv5T2 : TwoTransform<CfgNv5N128> {};
-struct CfgMsT2F32 : CfgMsT2 { static constexpr OutType kOut = OutType::f32; };
-struct CfgNv4T2F32 : CfgNv4T2 { static constexpr OutType kOut = OutType::f32; };
+struct CfgMsT2F32 : CfgMsT2 {
+  static constexpr OutType kOut = OutType::f32;
+};
+struct CfgNv4T2F32 : CfgNv4T2 {
+  static constexpr OutType kOut = OutType::f32;
+};
 
 struct KernelEntry {
   const char* name;
@@ -121,47 +143,52 @@ struct KernelEntry {
 template <class Cfg>
 KernelEntry entry(const char* name) {
   using T = GemmTraits<Cfg>;
-  KernelEntry e{name, Cfg::kKind, Cfg::kScaleCode, Cfg::kBBlockRows, Cfg::kOut, Cfg::BLOCK_N, T::kPromoteTiles,
-                T::kSmemBytes, nullptr, nullptr};
+  KernelEntry e{name,         Cfg::kKind,       Cfg::kScaleCode, Cfg::kBBlockRows, Cfg::kOut,
+                Cfg::BLOCK_N, T::kPromoteTiles, T::kSmemBytes,   nullptr,          nullptr};
   e.prepare = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    T::kSmemBytes));
   };
-  e.launch = [](const TmaDesc& ta, const TmaDesc& tb, const GemmParams& p, int grid, cudaStream_t s) {
+  e.launch = [](const TmaDesc& ta, const TmaDesc& tb, const GemmParams& p, int grid,
+                cudaStream_t s) {
     gemm_kernel<Cfg><<<grid, T::kThreads, T::kSmemBytes, s>>>(ta, tb, p);
   };
   return e;
 }
 
 std::vector<KernelEntry> all_kernels() {
-  return {entry<CfgMsN256>("ms_n256"),         entry<CfgMsN256F32>("ms_n256_f32"),
-          entry<CfgMsN128>("ms_n128"),         entry<CfgMsN128P4F32>("ms_n128_promote4_f32"),
-          entry<CfgMxN128>("mx_n128"),         entry<CfgMxN128F32>("mx_n128_f32"),
-          entry<CfgNv4N256>("nv4_n256"),       entry<CfgNv4N256F32>("nv4_n256_f32"),
-          entry<CfgNv4N128>("nv4_n128"),       entry<CfgNv5N256>("nv5_n256"),
+  return {entry<CfgMsN256>("ms_n256"), entry<CfgMsN256F32>("ms_n256_f32"),
+          entry<CfgMsN128>("ms_n128"), entry<CfgMsN128P4F32>("ms_n128_promote4_f32"),
+          entry<CfgMxN128>("mx_n128"), entry<CfgMxN128F32>("mx_n128_f32"),
+          entry<CfgNv4N256>("nv4_n256"), entry<CfgNv4N256F32>("nv4_n256_f32"),
+          entry<CfgNv4N128>("nv4_n128"), entry<CfgNv5N256>("nv5_n256"),
           entry<CfgNv5N256F32>("nv5_n256_f32"), entry<CfgNv5N128>("nv5_n128"),
           // measurement variants (pipeline depth, ablations: results are wrong on purpose)
-          entry<CfgMsN256E2>("ms_n256_e2"),   entry<CfgMsN256E3Ab<1>>("ms_e3_noB"),
+          entry<CfgMsN256E2>("ms_n256_e2"), entry<CfgMsN256E3Ab<1>>("ms_e3_noB"),
           entry<CfgMsN256E3Ab<2>>("ms_e3_noA"), entry<CfgMsN256E3Ab<3>>("ms_e3_noAB"),
           entry<CfgMsN256E3Ab<7>>("ms_e3_nomma"), entry<CfgMxN128Ab<1>>("mx_noB"),
-          entry<CfgMxN128Ab<3>>("mx_noAB"),   entry<CfgNv4N256Ab<1>>("nv4_noB"),
+          entry<CfgMxN128Ab<3>>("mx_noAB"), entry<CfgNv4N256Ab<1>>("nv4_noB"),
           entry<CfgNv4N256Ab<3>>("nv4_noAB"), entry<CfgNv4N256Ab<7>>("nv4_nomma"),
           // two transform warpgroups
           entry<CfgMsT2>("ms_t2"), entry<CfgNv4T2>("nv4_t2"), entry<CfgNv5T2>("nv5_t2"),
           entry<CfgMsT2F32>("ms_t2_f32"), entry<CfgNv4T2F32>("nv4_t2_f32"),
           // row-by-row nv B expansion (the previous default)
-          entry<Sequential<CfgNv4N256>>("nv4_n256_seq"), entry<Sequential<CfgNv5N256>>("nv5_n256_seq")};
+          entry<Sequential<CfgNv4N256>>("nv4_n256_seq"),
+          entry<Sequential<CfgNv5N256>>("nv5_n256_seq")};
 }
 
 // ---- TMA descriptors --------------------------------------------------------------------------
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 EncodeTiled encoder() {
   static EncodeTiled fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q;
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                                cudaEnableDefault, &q));
     if (p == nullptr || q != cudaDriverEntryPointSuccess) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
       std::exit(2);
@@ -176,14 +203,17 @@ TmaDesc make_tma(const Operand& op, int box_rows, bool fp8_path) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(op.K / 2), static_cast<cuuint64_t>(op.rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(op.K / 2)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(fp8_path ? 64 : 32), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(fp8_path ? 64 : 32),
+                             static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t estr[2] = {1, 1};
-  const CUresult r = encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, op.codes, dims, strides, box, estr,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE,
-                               fp8_path ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, op.codes, dims, strides, box, estr,
+                CU_TENSOR_MAP_INTERLEAVE_NONE,
+                fp8_path ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) rows=%d K=%d\n", static_cast<int>(r), op.rows, op.K);
+    std::fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) rows=%d K=%d\n", static_cast<int>(r),
+                 op.rows, op.K);
     std::exit(2);
   }
   TmaDesc d;
@@ -215,11 +245,14 @@ void sync_or_die(const char* what, double seconds = 15.0) {
     if (e == cudaSuccess) break;
     if (e != cudaErrorNotReady) CUDA_CHECK(e);
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) {
-      std::printf("HANG in %s after %.0f s; progress per CTA (expanded, issued, consumer0, consumer1):\n", what, seconds);
+      std::printf(
+          "HANG in %s after %.0f s; progress per CTA (expanded, issued, consumer0, consumer1):\n",
+          what, seconds);
       if (g_progress_host)
         for (int b = 0; b < 8; ++b)
-          std::printf("  cta %d: %u %u %u %u\n", b, g_progress_host[4 * b], g_progress_host[4 * b + 1],
-                      g_progress_host[4 * b + 2], g_progress_host[4 * b + 3]);
+          std::printf("  cta %d: %u %u %u %u\n", b, g_progress_host[4 * b],
+                      g_progress_host[4 * b + 1], g_progress_host[4 * b + 2],
+                      g_progress_host[4 * b + 3]);
       std::fflush(stdout);
       std::_Exit(3);
     }
@@ -227,10 +260,14 @@ void sync_or_die(const char* what, double seconds = 15.0) {
   }
   cudaEventDestroy(ev);
 }
-int out_bytes(OutType t) { return t == OutType::f32 ? 4 : 2; }
+int out_bytes(OutType t) {
+  return t == OutType::f32 ? 4 : 2;
+}
 
 __global__ void fill_bytes(unsigned char* p, size_t n, unsigned char v) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += gridDim.x * static_cast<size_t>(blockDim.x)) p[i] = v;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += gridDim.x * static_cast<size_t>(blockDim.x))
+    p[i] = v;
 }
 // Output element (m, n) as double.
 __device__ double out_at(const void* d, OutType t, long long idx) {
@@ -240,14 +277,17 @@ __device__ double out_at(const void* d, OutType t, long long idx) {
   return nx::f16_to_float(h);
 }
 // Counts non-finite outputs (poison left behind) and changed padding bytes.
-__global__ void scan_output(const void* d, OutType t, long long count, const unsigned char* pad, long long pad_n,
-                            unsigned long long* bad) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count; i += gridDim.x * static_cast<long long>(blockDim.x))
+__global__ void scan_output(const void* d, OutType t, long long count, const unsigned char* pad,
+                            long long pad_n, unsigned long long* bad) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
+       i += gridDim.x * static_cast<long long>(blockDim.x))
     if (!isfinite(out_at(d, t, i))) atomicAdd(bad, 1ull);
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < pad_n; i += gridDim.x * static_cast<long long>(blockDim.x))
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < pad_n;
+       i += gridDim.x * static_cast<long long>(blockDim.x))
     if (pad[i] != 0xFF) atomicAdd(bad + 1, 1ull);
 }
-__global__ void gather_out(const void* d, OutType t, long long ldd, const int* sm, const int* sn, int count, double* out) {
+__global__ void gather_out(const void* d, OutType t, long long ldd, const int* sm, const int* sn,
+                           int count, double* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) out[i] = out_at(d, t, static_cast<long long>(sm[i]) * ldd + sn[i]);
 }
@@ -262,7 +302,8 @@ std::vector<Shape> parse_shapes(const std::string& s) {
     size_t end = s.find(',', pos);
     if (end == std::string::npos) end = s.size();
     Shape sh{};
-    if (std::sscanf(s.substr(pos, end - pos).c_str(), "%dx%dx%d", &sh.M, &sh.N, &sh.K) == 3) v.push_back(sh);
+    if (std::sscanf(s.substr(pos, end - pos).c_str(), "%dx%dx%d", &sh.M, &sh.N, &sh.K) == 3)
+      v.push_back(sh);
     pos = end + 1;
   }
   return v;
@@ -295,8 +336,8 @@ struct Outputs {
   size_t ws_bytes = 0;
 };
 
-GemmParams make_params(const Problem& pr, const KernelEntry& k, Outputs& o, int splits, float alpha, float beta,
-                       bool bias) {
+GemmParams make_params(const Problem& pr, const KernelEntry& k, Outputs& o, int splits, float alpha,
+                       float beta, bool bias) {
   GemmParams p{};
   p.M = pr.shape.M;
   p.N = pr.shape.N;
@@ -330,11 +371,11 @@ int num_sms() {
   return n;
 }
 
-const KernelEntry* find_kernel(const std::vector<KernelEntry>& ks, ScaleKind kind, ScaleCode code, int bbr, OutType out,
-                               int block_n, int promote) {
+const KernelEntry* find_kernel(const std::vector<KernelEntry>& ks, ScaleKind kind, ScaleCode code,
+                               int bbr, OutType out, int block_n, int promote) {
   for (const auto& k : ks)
-    if (k.kind == kind && (kind != ScaleKind::nv || (k.code == code && k.b_block_rows == bbr)) && k.out == out &&
-        k.block_n == block_n && k.promote_tiles == promote)
+    if (k.kind == kind && (kind != ScaleKind::nv || (k.code == code && k.b_block_rows == bbr)) &&
+        k.out == out && k.block_n == block_n && k.promote_tiles == promote)
       return &k;
   return nullptr;
 }
@@ -371,9 +412,13 @@ __global__ void fill_random_out(void* p, OutType t, long long n, std::uint64_t s
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float v = bench::gauss(seed, static_cast<std::uint64_t>(i)) * scale;
-  if (t == OutType::f32) static_cast<float*>(p)[i] = v;
-  else if (t == OutType::bf16) static_cast<unsigned short*>(p)[i] = nx::float_to_bf16(v);
-  else static_cast<unsigned short*>(p)[i] = static_cast<unsigned short>(__half_as_ushort(__float2half_rn(v)));
+  if (t == OutType::f32)
+    static_cast<float*>(p)[i] = v;
+  else if (t == OutType::bf16)
+    static_cast<unsigned short*>(p)[i] = nx::float_to_bf16(v);
+  else
+    static_cast<unsigned short*>(p)[i] =
+        static_cast<unsigned short>(__half_as_ushort(__float2half_rn(v)));
 }
 
 struct Samples {
@@ -418,7 +463,8 @@ Samples make_samples(const Problem& pr, int rand_rows, std::uint64_t seed) {
   CUDA_CHECK(cudaMemcpy(s.m, s.hm.data(), sizeof(int) * s.count, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(s.n, s.hn.data(), sizeof(int) * s.count, cudaMemcpyHostToDevice));
   const bench::RecipeInfo info = bench::recipe_info(pr.recipe);
-  bench::reference_samples<<<(s.count + 127) / 128, 128>>>(pr.a, pr.b, info.kind, info.code, s.m, s.n, s.count, s.ref);
+  bench::reference_samples<<<(s.count + 127) / 128, 128>>>(pr.a, pr.b, info.kind, info.code, s.m,
+                                                           s.n, s.count, s.ref);
   CUDA_CHECK(cudaGetLastError());
   s.href.resize(s.count);
   CUDA_CHECK(cudaMemcpy(s.href.data(), s.ref, sizeof(double) * s.count, cudaMemcpyDeviceToHost));
@@ -430,18 +476,21 @@ struct CheckResult {
   unsigned long long unwritten = 0, pad_changed = 0;
 };
 
-void launch(const Problem& pr, const KernelEntry& k, const GemmParams& p, int grid, cudaStream_t st = nullptr) {
+void launch(const Problem& pr, const KernelEntry& k, const GemmParams& p, int grid,
+            cudaStream_t st = nullptr) {
   const bool fp8 = k.kind != ScaleKind::nv;
   k.launch(make_tma(pr.a, 128, fp8), make_tma(pr.b, k.block_n, fp8), p, grid, st);
 }
 
-CheckResult run_check(const Problem& pr, const KernelEntry& k, int splits, float alpha, float beta, bool bias, Outputs& o,
-                      const Samples& smp) {
+CheckResult run_check(const Problem& pr, const KernelEntry& k, int splits, float alpha, float beta,
+                      bool bias, Outputs& o, const Samples& smp) {
   k.prepare();
   ensure_outputs(o, pr.shape, k.out, splits, k.block_n);
   const long long count = static_cast<long long>(pr.shape.M) * pr.shape.N;
   fill_bytes<<<1024, 256>>>(static_cast<unsigned char*>(o.d), o.bytes, 0xFF);
-  if (beta != 0.0f) fill_random_out<<<static_cast<unsigned>((count + 255) / 256), 256>>>(o.c, k.out, count, 4242, 1.0f);
+  if (beta != 0.0f)
+    fill_random_out<<<static_cast<unsigned>((count + 255) / 256), 256>>>(o.c, k.out, count, 4242,
+                                                                         1.0f);
   if (bias) fill_random<<<(pr.shape.N + 255) / 256, 256>>>(o.bias, pr.shape.N, 777, 1.0f);
   const GemmParams p = make_params(pr, k, o, splits, alpha, beta, bias);
   const int tiles = ((pr.shape.M + 127) / 128) * ((pr.shape.N + k.block_n - 1) / k.block_n);
@@ -456,21 +505,27 @@ CheckResult run_check(const Problem& pr, const KernelEntry& k, int splits, float
   CUDA_CHECK(cudaMalloc(&bad, 2 * sizeof(unsigned long long)));
   CUDA_CHECK(cudaMemset(bad, 0, 2 * sizeof(unsigned long long)));
   const size_t used = static_cast<size_t>(count) * out_bytes(k.out);
-  scan_output<<<1024, 256>>>(o.d, k.out, count, static_cast<unsigned char*>(o.d) + used, static_cast<long long>(o.bytes - used), bad);
+  scan_output<<<1024, 256>>>(o.d, k.out, count, static_cast<unsigned char*>(o.d) + used,
+                             static_cast<long long>(o.bytes - used), bad);
   unsigned long long hb[2];
   CUDA_CHECK(cudaMemcpy(hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
   cudaFree(bad);
   r.unwritten = hb[0];
   r.pad_changed = hb[1];
-  gather_out<<<(smp.count + 255) / 256, 256>>>(o.d, k.out, pr.shape.N, smp.m, smp.n, smp.count, smp.out);
+  gather_out<<<(smp.count + 255) / 256, 256>>>(o.d, k.out, pr.shape.N, smp.m, smp.n, smp.count,
+                                               smp.out);
   std::vector<double> out(smp.count), cvals(smp.count, 0.0);
   CUDA_CHECK(cudaMemcpy(out.data(), smp.out, sizeof(double) * smp.count, cudaMemcpyDeviceToHost));
   if (beta != 0.0f) {
-    gather_out<<<(smp.count + 255) / 256, 256>>>(o.c, k.out, pr.shape.N, smp.m, smp.n, smp.count, smp.out);
-    CUDA_CHECK(cudaMemcpy(cvals.data(), smp.out, sizeof(double) * smp.count, cudaMemcpyDeviceToHost));
+    gather_out<<<(smp.count + 255) / 256, 256>>>(o.c, k.out, pr.shape.N, smp.m, smp.n, smp.count,
+                                                 smp.out);
+    CUDA_CHECK(
+        cudaMemcpy(cvals.data(), smp.out, sizeof(double) * smp.count, cudaMemcpyDeviceToHost));
   }
   std::vector<float> hbias(pr.shape.N, 0.0f);
-  if (bias) CUDA_CHECK(cudaMemcpy(hbias.data(), o.bias, sizeof(float) * pr.shape.N, cudaMemcpyDeviceToHost));
+  if (bias)
+    CUDA_CHECK(
+        cudaMemcpy(hbias.data(), o.bias, sizeof(float) * pr.shape.N, cudaMemcpyDeviceToHost));
   double num = 0, den = 0, maxrel = 0, refmax = 0;
   for (int i = 0; i < smp.count; ++i) refmax = std::max(refmax, std::fabs(smp.href[i]));
   for (int i = 0; i < smp.count; ++i) {
@@ -487,7 +542,8 @@ CheckResult run_check(const Problem& pr, const KernelEntry& k, int splits, float
 }
 
 // Median time in ms over `iters` launches, rotating through the problem sets.
-double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int splits, Outputs& o, int iters) {
+double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int splits, Outputs& o,
+                   int iters) {
   k.prepare();
   ensure_outputs(o, sets[0].shape, k.out, splits, k.block_n);
   const Shape& s = sets[0].shape;
@@ -502,7 +558,8 @@ double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int s
     ps.push_back(make_params(pr, k, o, splits, 1.0f, 0.0f, false));
     ps.back().progress = nullptr;
   }
-  for (int i = 0; i < 3; ++i) k.launch(ta[i % sets.size()], tb[i % sets.size()], ps[i % sets.size()], grid, nullptr);
+  for (int i = 0; i < 3; ++i)
+    k.launch(ta[i % sets.size()], tb[i % sets.size()], ps[i % sets.size()], grid, nullptr);
   CUDA_CHECK(cudaGetLastError());
   sync_or_die(k.name);
   std::vector<cudaEvent_t> ev(iters + 1);
@@ -523,7 +580,8 @@ double time_kernel(const std::vector<Problem>& sets, const KernelEntry& k, int s
   return t[iters / 2];
 }
 
-// ---- device self-test of the expansion helpers ----------------------------------------------------
+// ---- device self-test of the expansion helpers
+// ----------------------------------------------------
 __global__ void selftest_kernel(const unsigned* in, unsigned* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -536,7 +594,14 @@ __global__ void selftest_kernel(const unsigned* in, unsigned* out, int n) {
   e2m1x4_to_16bit<false>(w & 0xFFFFu, f0, f1);
   e2m1x4_to_16bit<true>(w >> 16, g0, g1);
   unsigned* o = out + 8 * static_cast<size_t>(i);
-  o[0] = a; o[1] = b; o[2] = c; o[3] = d; o[4] = f0; o[5] = f1; o[6] = g0; o[7] = g1;
+  o[0] = a;
+  o[1] = b;
+  o[2] = c;
+  o[3] = d;
+  o[4] = f0;
+  o[5] = f1;
+  o[6] = g0;
+  o[7] = g1;
 }
 
 int selftest() {
@@ -568,7 +633,8 @@ int selftest() {
   return bad == 0 ? 0 : 1;
 }
 
-// ---- modes -----------------------------------------------------------------------------------------
+// ---- modes
+// -----------------------------------------------------------------------------------------
 struct JsonOut {
   std::string s = "[\n";
   bool first = true;
@@ -595,7 +661,8 @@ std::string fmt(const char* f, ...) {
 }
 
 Recipe parse_recipe(const std::string& s) {
-  for (Recipe r : {Recipe::msfp4, Recipe::mxfp4, Recipe::tetrajet, Recipe::nvfp4, Recipe::ue5m3, Recipe::mx_stress})
+  for (Recipe r : {Recipe::msfp4, Recipe::mxfp4, Recipe::tetrajet, Recipe::nvfp4, Recipe::ue5m3,
+                   Recipe::mx_stress})
     if (s == bench::recipe_info(r).name) return r;
   std::fprintf(stderr, "unknown recipe %s\n", s.c_str());
   std::exit(2);
@@ -613,22 +680,26 @@ std::vector<Recipe> parse_recipes(const std::string& s) {
 }
 
 // Kernels that compute recipe r (FP32 output variants first).
-std::vector<const KernelEntry*> kernels_for(const std::vector<KernelEntry>& ks, Recipe r, bool f32) {
+std::vector<const KernelEntry*> kernels_for(const std::vector<KernelEntry>& ks, Recipe r,
+                                            bool f32) {
   const bench::RecipeInfo info = bench::recipe_info(r);
   std::vector<const KernelEntry*> v;
   for (const auto& k : ks) {
     if (k.kind != info.kind || (k.out == OutType::f32) != f32) continue;
-    if (k.kind == ScaleKind::nv && (k.code != info.code || k.b_block_rows != info.b_block_rows)) continue;
+    if (k.kind == ScaleKind::nv && (k.code != info.code || k.b_block_rows != info.b_block_rows))
+      continue;
     v.push_back(&k);
   }
   return v;
 }
 
-int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& shapes, JsonOut& js, int rand_rows) {
+int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& shapes, JsonOut& js,
+               int rand_rows) {
   const auto ks = all_kernels();
   Outputs o;
   int failures = 0;
-  std::printf("%-10s %-22s %-16s %6s %10s %10s %8s %6s\n", "recipe", "kernel", "shape", "splits", "rel_err", "max_rel", "unwrit", "pad");
+  std::printf("%-10s %-22s %-16s %6s %10s %10s %8s %6s\n", "recipe", "kernel", "shape", "splits",
+              "rel_err", "max_rel", "unwrit", "pad");
   for (Recipe r : recipes) {
     for (const Shape& s : shapes) {
       Problem pr = make_problem(r, s, 12345 + s.M * 7 + s.N * 13 + s.K);
@@ -637,19 +708,23 @@ int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& sha
         const GemmChoice ch = choose_gemm(k->kind, s.M, s.N, s.K, num_sms());
         std::vector<int> split_list{1};
         if (ch.splits > 1) split_list.push_back(ch.splits);
-        const int kt = (s.K + (k->kind == ScaleKind::nv ? 63 : 127)) / (k->kind == ScaleKind::nv ? 64 : 128);
+        const int kt =
+            (s.K + (k->kind == ScaleKind::nv ? 63 : 127)) / (k->kind == ScaleKind::nv ? 64 : 128);
         if (kt >= 3 && ch.splits == 1) split_list.push_back(3);
         for (int splits : split_list) {
           const CheckResult c = run_check(pr, *k, splits, 1.0f, 0.0f, false, o, smp);
           const bool ok = c.rel_err <= 1e-4 && c.unwritten == 0 && c.pad_changed == 0;
           failures += !ok;
           const std::string sh = fmt("%dx%dx%d", s.M, s.N, s.K);
-          std::printf("%-10s %-22s %-16s %6d %10.3e %10.3e %8llu %6llu %s\n", bench::recipe_info(r).name, k->name, sh.c_str(),
-                      splits, c.rel_err, c.max_abs_rel, c.unwritten, c.pad_changed, ok ? "ok" : "FAIL");
-          js.add(fmt("{\"mode\":\"check\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\",\"splits\":%d,\"rel_err\":%.4e,"
-                     "\"max_rel\":%.4e,\"unwritten\":%llu,\"pad_changed\":%llu,\"ok\":%s}",
-                     bench::recipe_info(r).name, k->name, sh.c_str(), splits, c.rel_err, c.max_abs_rel, c.unwritten,
-                     c.pad_changed, ok ? "true" : "false"));
+          std::printf("%-10s %-22s %-16s %6d %10.3e %10.3e %8llu %6llu %s\n",
+                      bench::recipe_info(r).name, k->name, sh.c_str(), splits, c.rel_err,
+                      c.max_abs_rel, c.unwritten, c.pad_changed, ok ? "ok" : "FAIL");
+          js.add(
+              fmt("{\"mode\":\"check\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\","
+                  "\"splits\":%d,\"rel_err\":%.4e,"
+                  "\"max_rel\":%.4e,\"unwritten\":%llu,\"pad_changed\":%llu,\"ok\":%s}",
+                  bench::recipe_info(r).name, k->name, sh.c_str(), splits, c.rel_err, c.max_abs_rel,
+                  c.unwritten, c.pad_changed, ok ? "true" : "false"));
         }
       }
       // Epilogue: alpha, bias, beta * C, FP32 and the 16-bit outputs of the same recipe.
@@ -660,11 +735,15 @@ int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& sha
           const bool ok = c.rel_err <= tol && c.unwritten == 0 && c.pad_changed == 0;
           failures += !ok;
           const std::string sh = fmt("%dx%dx%d", s.M, s.N, s.K);
-          std::printf("%-10s %-22s %-16s %6s %10.3e %10.3e %8llu %6llu %s (epilogue: alpha, bias, beta*C)\n",
-                      bench::recipe_info(r).name, k->name, sh.c_str(), "1", c.rel_err, c.max_abs_rel, c.unwritten,
-                      c.pad_changed, ok ? "ok" : "FAIL");
-          js.add(fmt("{\"mode\":\"epilogue\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\",\"rel_err\":%.4e,\"ok\":%s}",
-                     bench::recipe_info(r).name, k->name, sh.c_str(), c.rel_err, ok ? "true" : "false"));
+          std::printf(
+              "%-10s %-22s %-16s %6s %10.3e %10.3e %8llu %6llu %s (epilogue: alpha, bias, "
+              "beta*C)\n",
+              bench::recipe_info(r).name, k->name, sh.c_str(), "1", c.rel_err, c.max_abs_rel,
+              c.unwritten, c.pad_changed, ok ? "ok" : "FAIL");
+          js.add(fmt(
+              "{\"mode\":\"epilogue\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\",\"rel_"
+              "err\":%.4e,\"ok\":%s}",
+              bench::recipe_info(r).name, k->name, sh.c_str(), c.rel_err, ok ? "true" : "false"));
           break;  // one kernel per output type
         }
       }
@@ -676,12 +755,15 @@ int run_checks(const std::vector<Recipe>& recipes, const std::vector<Shape>& sha
   return failures;
 }
 
-std::vector<std::string> g_kernel_names;  // bench --kernels: time these kernels (splits 1) instead of the heuristic's
+std::vector<std::string>
+    g_kernel_names;  // bench --kernels: time these kernels (splits 1) instead of the heuristic's
 
-int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shapes, JsonOut& js, int iters, bool variants) {
+int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shapes, JsonOut& js,
+              int iters, bool variants) {
   const auto ks = all_kernels();
   Outputs o;
-  std::printf("%-10s %-12s %-18s %6s %9s %9s %10s\n", "recipe", "kernel", "shape", "splits", "ms", "TFLOP/s", "rel_err");
+  std::printf("%-10s %-12s %-18s %6s %9s %9s %10s\n", "recipe", "kernel", "shape", "splits", "ms",
+              "TFLOP/s", "rel_err");
   for (Recipe r : recipes) {
     const bench::RecipeInfo info = bench::recipe_info(r);
     for (const Shape& s : shapes) {
@@ -696,19 +778,21 @@ int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shap
       if (variants) {
         for (int bn : {128, 256})
           if (bn != ch.block_n) cands.push_back({bn, 1});
-        if (ch.splits == 1 && s.M * static_cast<long long>(s.N) <= 1024LL * 4096) cands.push_back({ch.block_n, 2});
+        if (ch.splits == 1 && s.M * static_cast<long long>(s.N) <= 1024LL * 4096)
+          cands.push_back({ch.block_n, 2});
       }
       std::vector<std::pair<const KernelEntry*, int>> runs;
       if (!g_kernel_names.empty()) {
         for (const auto& name : g_kernel_names)
           for (const auto& k : ks)
             if (name == k.name && k.kind == info.kind &&
-                (k.kind != ScaleKind::nv || (k.code == info.code && k.b_block_rows == info.b_block_rows)))
+                (k.kind != ScaleKind::nv ||
+                 (k.code == info.code && k.b_block_rows == info.b_block_rows)))
               runs.push_back({&k, 1});
       } else {
         for (auto [bn, splits] : cands) {
-          const KernelEntry* k = find_kernel(ks, info.kind, info.code, info.b_block_rows, OutType::bf16, bn,
-                                              info.kind == ScaleKind::mx ? 1 : 0);
+          const KernelEntry* k = find_kernel(ks, info.kind, info.code, info.b_block_rows,
+                                             OutType::bf16, bn, info.kind == ScaleKind::mx ? 1 : 0);
           if (k) runs.push_back({k, splits});
         }
       }
@@ -719,11 +803,15 @@ int run_bench(const std::vector<Recipe>& recipes, const std::vector<Shape>& shap
         const double tf = 2.0 * s.M * static_cast<double>(s.N) * s.K / (ms * 1e-3) / 1e12;
         const std::string sh = fmt("%dx%dx%d", s.M, s.N, s.K);
         const bool chosen = bn == ch.block_n && splits == ch.splits;
-        std::printf("%-10s %-12s %-18s %6d %9.4f %9.1f %10.2e%s%s\n", info.name, k->name, sh.c_str(), splits, ms, tf, c.rel_err,
-                    chosen ? " *" : "", c.unwritten ? " UNWRITTEN" : "");
-        js.add(fmt("{\"mode\":\"bench\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\",\"splits\":%d,\"ms\":%.5f,"
-                   "\"tflops\":%.2f,\"rel_err_bf16\":%.3e,\"heuristic\":%s,\"sets\":%d}",
-                   info.name, k->name, sh.c_str(), splits, ms, tf, c.rel_err, chosen ? "true" : "false", nsets));
+        std::printf("%-10s %-12s %-18s %6d %9.4f %9.1f %10.2e%s%s\n", info.name, k->name,
+                    sh.c_str(), splits, ms, tf, c.rel_err, chosen ? " *" : "",
+                    c.unwritten ? " UNWRITTEN" : "");
+        js.add(
+            fmt("{\"mode\":\"bench\",\"recipe\":\"%s\",\"kernel\":\"%s\",\"shape\":\"%s\","
+                "\"splits\":%d,\"ms\":%.5f,"
+                "\"tflops\":%.2f,\"rel_err_bf16\":%.3e,\"heuristic\":%s,\"sets\":%d}",
+                info.name, k->name, sh.c_str(), splits, ms, tf, c.rel_err,
+                chosen ? "true" : "false", nsets));
       }
       smp.release();
       for (auto& p : sets) p.release();
@@ -762,8 +850,10 @@ int run_dump(const std::vector<Recipe>& recipes, const std::string& dir) {
         put(pr.b.row_scale, sizeof(float) * s.N);
       } else {
         const int blk = k->kind == ScaleKind::mx ? 32 : 16;
-        put(pr.a.scales, static_cast<size_t>((s.M + pr.a.block_rows - 1) / pr.a.block_rows) * (s.K / blk));
-        put(pr.b.scales, static_cast<size_t>((s.N + pr.b.block_rows - 1) / pr.b.block_rows) * (s.K / blk));
+        put(pr.a.scales,
+            static_cast<size_t>((s.M + pr.a.block_rows - 1) / pr.a.block_rows) * (s.K / blk));
+        put(pr.b.scales,
+            static_cast<size_t>((s.N + pr.b.block_rows - 1) / pr.b.block_rows) * (s.K / blk));
       }
       std::fwrite(smp.href.data(), sizeof(double), smp.href.size(), f);
       std::vector<float> out(static_cast<size_t>(s.M) * s.N);
@@ -779,7 +869,10 @@ int run_dump(const std::vector<Recipe>& recipes, const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s selftest|check|bench [--shapes ...] [--recipes ...] [--json f] [--iters n]\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s selftest|check|bench [--shapes ...] [--recipes ...] [--json f] [--iters n]\n",
+        argv[0]);
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -789,12 +882,18 @@ int main(int argc, char** argv) {
   bool variants = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--shapes" && i + 1 < argc) shapes_s = argv[++i];
-    else if (a == "--recipes" && i + 1 < argc) recipes_s = argv[++i];
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
-    else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
-    else if (a == "--rows" && i + 1 < argc) rand_rows = std::atoi(argv[++i]);
-    else if (a == "--variants") variants = true;
+    if (a == "--shapes" && i + 1 < argc)
+      shapes_s = argv[++i];
+    else if (a == "--recipes" && i + 1 < argc)
+      recipes_s = argv[++i];
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (a == "--iters" && i + 1 < argc)
+      iters = std::atoi(argv[++i]);
+    else if (a == "--rows" && i + 1 < argc)
+      rand_rows = std::atoi(argv[++i]);
+    else if (a == "--variants")
+      variants = true;
     else if (a == "--kernels" && i + 1 < argc) {
       std::string v = argv[++i];
       size_t pos = 0;
@@ -808,7 +907,8 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
   init_progress();
   JsonOut js;
   int rc = 0;
@@ -820,7 +920,8 @@ int main(int argc, char** argv) {
   } else if (mode == "dump") {
     rc = run_dump(parse_recipes(recipes_s), json.empty() ? "." : json);
   } else if (mode == "bench") {
-    g_use_progress = false;  // host-mapped progress stores would perturb the timed (and profiled) runs
+    g_use_progress =
+        false;  // host-mapped progress stores would perturb the timed (and profiled) runs
     if (shapes_s.empty()) shapes_s = "8192x4096x4096";
     rc = run_bench(parse_recipes(recipes_s), parse_shapes(shapes_s), js, iters, variants);
   }

@@ -1,5 +1,6 @@
 // SQLite kernel cache. Failure policy: the cache may miss, but it never fails a caller.
-//   * not a database / corrupt page          -> file moved aside ("<path>.corrupt-<time>-<pid>"), rebuilt
+//   * not a database / corrupt page          -> file moved aside ("<path>.corrupt-<time>-<pid>"),
+//   rebuilt
 //   * a database of another application      -> moved aside (".foreign-..."), rebuilt
 //   * written by a newer fp4jit (higher schema) -> left untouched, cache disabled (nothing is lost)
 //   * cannot be opened or written at all     -> read-only or disabled, one warning
@@ -22,17 +23,22 @@ namespace fp4jit {
 
 namespace {
 
-bool is_corruption(int code) { return code == SQLITE_CORRUPT || code == SQLITE_NOTADB; }
+bool is_corruption(int code) {
+  return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
 
 }  // namespace
 
 std::int64_t cache_unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 int in_write_transaction(SqliteDb& db, const std::function<bool()>& body) {
   int rc = SQLITE_BUSY;
-  for (int waited = 0, pause = 1; waited < 60000; waited += pause, pause = pause < 64 ? pause * 2 : pause) {
+  for (int waited = 0, pause = 1; waited < 60000;
+       waited += pause, pause = pause < 64 ? pause * 2 : pause) {
     rc = db.exec("BEGIN IMMEDIATE");
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
       sqlite3_sleep(pause);
@@ -57,8 +63,9 @@ int in_write_transaction(SqliteDb& db, const std::function<bool()>& body) {
   return rc;
 }
 
-std::string make_key_hash(const std::string& key_text, const std::string& target, const std::string& compiler,
-                          const std::string& options, const std::string& templates_hash) {
+std::string make_key_hash(const std::string& key_text, const std::string& target,
+                          const std::string& compiler, const std::string& options,
+                          const std::string& templates_hash) {
   // Length-prefixed fields: no two different field lists hash the same text.
   Sha256 h;
   h.update("fp4jit kernel key v1\n");
@@ -104,7 +111,8 @@ bool KernelCache::Impl::check_or_init() {
     int rc = db.query_int("PRAGMA application_id", &app_id);
     if (rc == SQLITE_OK) rc = db.query_int("PRAGMA user_version", &version);
     if (rc == SQLITE_OK)
-      rc = db.query_int("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'", &tables);
+      rc = db.query_int("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+                        &tables);
     if (rc == SQLITE_OK)
       rc = db.query_int(
           "SELECT count(*) FROM sqlite_master WHERE name IN ('binaries', 'tunings', "
@@ -119,10 +127,13 @@ bool KernelCache::Impl::check_or_init() {
       continue;
     }
     if (app_id == kCacheApplicationId && version == kCacheSchemaVersion) return true;
-    if (app_id == kCacheApplicationId && version >= 1 && version < kCacheSchemaVersion) return migrate(version);
+    if (app_id == kCacheApplicationId && version >= 1 && version < kCacheSchemaVersion)
+      return migrate(version);
     if (app_id == kCacheApplicationId && version > kCacheSchemaVersion) {
-      warn("kernel cache {} was written by a newer fp4jit (schema {} > {}); caching disabled, file left as is",
-           path, version, kCacheSchemaVersion);
+      warn(
+          "kernel cache {} was written by a newer fp4jit (schema {} > {}); caching disabled, file "
+          "left as is",
+          path, version, kCacheSchemaVersion);
       return false;
     }
     if (tables > 0 && app_id != kCacheApplicationId && app_id != 0) {
@@ -142,11 +153,12 @@ bool KernelCache::Impl::check_or_init() {
     if (!writable) return false;
     // Fresh (or half-initialised) database: create the schema once, whoever comes first.
     const std::string init = fmt::format(
-        "BEGIN IMMEDIATE; {} {} PRAGMA application_id = {}; PRAGMA user_version = {}; COMMIT;", kBinariesSchema,
-        kTuningsSchema, kCacheApplicationId, kCacheSchemaVersion);
+        "BEGIN IMMEDIATE; {} {} PRAGMA application_id = {}; PRAGMA user_version = {}; COMMIT;",
+        kBinariesSchema, kTuningsSchema, kCacheApplicationId, kCacheSchemaVersion);
     if (db.exec(init) != SQLITE_OK) {
       db.exec("ROLLBACK");
-      warn("kernel cache {}: cannot create its schema ({}); caching disabled", path, db.last_message());
+      warn("kernel cache {}: cannot create its schema ({}); caching disabled", path,
+           db.last_message());
       return false;
     }
     return true;
@@ -169,8 +181,8 @@ bool KernelCache::Impl::migrate(int from_version) {
            db.exec(fmt::format("PRAGMA user_version = {}", kCacheSchemaVersion)) == SQLITE_OK;
   });
   if (rc != SQLITE_OK) {
-    warn("kernel cache {}: cannot migrate schema {} to {} ({}); caching disabled", path, from_version,
-         kCacheSchemaVersion, db.last_message());
+    warn("kernel cache {}: cannot migrate schema {} to {} ({}); caching disabled", path,
+         from_version, kCacheSchemaVersion, db.last_message());
     return false;
   }
   debug("kernel cache {}: migrated schema {} to {}", path, from_version, kCacheSchemaVersion);
@@ -212,14 +224,19 @@ KernelCache::KernelCache(std::string path) : impl_(std::make_unique<Impl>()) {
 
 KernelCache::~KernelCache() = default;
 
-bool KernelCache::enabled() const { return static_cast<bool>(impl_->db); }
-const std::string& KernelCache::path() const { return impl_->path; }
+bool KernelCache::enabled() const {
+  return static_cast<bool>(impl_->db);
+}
+const std::string& KernelCache::path() const {
+  return impl_->path;
+}
 
 std::optional<CacheEntry> read_binary_row(SqliteDb& db, const std::string& key_hash, int* rc,
                                           bool* checksum_failed) {
   *checksum_failed = false;
   SqliteStmt st = db.prepare(
-      "SELECT key_text, target, compiler, options, templates_hash, source, symbol, binary, binary_sha256, "
+      "SELECT key_text, target, compiler, options, templates_hash, source, symbol, binary, "
+      "binary_sha256, "
       "compile_ms, created_unix FROM binaries WHERE key_hash = ?1");
   if (!st) {
     *rc = db.last_code();
@@ -257,7 +274,8 @@ std::optional<CacheEntry> KernelCache::get(const std::string& key_hash) {
     std::optional<CacheEntry> e = read_binary_row(impl_->db, key_hash, &rc, &bad);
     if (e) return e;
     if (bad) {
-      warn("kernel cache {}: entry {} failed its checksum; removed (it will be recompiled)", impl_->path, key_hash);
+      warn("kernel cache {}: entry {} failed its checksum; removed (it will be recompiled)",
+           impl_->path, key_hash);
       if (impl_->writable) {
         SqliteStmt del = impl_->db.prepare("DELETE FROM binaries WHERE key_hash = ?1");
         if (del) {
@@ -282,8 +300,10 @@ bool KernelCache::put(const CacheEntry& entry) {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->db || !impl_->writable) return false;
   SqliteStmt st = impl_->db.prepare(
-      "INSERT OR REPLACE INTO binaries (key_hash, key_text, target, compiler, options, templates_hash, source, "
-      "symbol, binary, binary_sha256, compile_ms, created_unix) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+      "INSERT OR REPLACE INTO binaries (key_hash, key_text, target, compiler, options, "
+      "templates_hash, source, "
+      "symbol, binary, binary_sha256, compile_ms, created_unix) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8, ?9, ?10, "
       "?11, ?12)");
   if (!st) {
     impl_->on_error(impl_->db.last_code(), "store");
@@ -314,7 +334,8 @@ std::vector<CacheEntry> KernelCache::list() {
   std::vector<CacheEntry> out;
   if (!impl_->db) return out;
   SqliteStmt st = impl_->db.prepare(
-      "SELECT key_hash, key_text, target, compiler, options, templates_hash, symbol, length(binary), compile_ms, "
+      "SELECT key_hash, key_text, target, compiler, options, templates_hash, symbol, "
+      "length(binary), compile_ms, "
       "created_unix FROM binaries ORDER BY created_unix DESC, key_hash");
   if (!st) {
     impl_->on_error(impl_->db.last_code(), "listing");

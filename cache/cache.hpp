@@ -71,7 +71,7 @@ class KernelCache {
   // never consulted. Returns how many were layered.
   int use_bundles(const DeviceIdentity& device);
   int use_bundles(const DeviceIdentity& device, const std::vector<std::string>& paths);
-  std::vector<std::string> bundle_paths() const;  // the layered bundles, in lookup order
+  std::vector<std::string> bundle_paths() const;       // the layered bundles, in lookup order
   static std::vector<std::string> bundles_from_env();  // $FP4JIT_BUNDLES split at ':'
 
  private:

@@ -39,7 +39,8 @@ class SqliteStmt {
   // (the busy timeout covers most cases, not every WAL transition), for up to `max_wait_ms`.
   int step_retrying(int max_wait_ms = 60000) {
     int rc = sqlite3_step(stmt_);
-    for (int waited = 0, pause = 1; (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && waited < max_wait_ms;
+    for (int waited = 0, pause = 1;
+         (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && waited < max_wait_ms;
          waited += pause, pause = pause < 64 ? pause * 2 : pause) {
       sqlite3_reset(stmt_);
       sqlite3_sleep(pause);
@@ -50,11 +51,14 @@ class SqliteStmt {
 
   std::string column_text(int i) const {
     const auto* p = sqlite3_column_text(stmt_, i);
-    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i));
+    return p == nullptr
+               ? std::string()
+               : std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i));
   }
   std::vector<std::uint8_t> column_blob(int i) const {
     const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, i));
-    return p == nullptr ? std::vector<std::uint8_t>() : std::vector<std::uint8_t>(p, p + sqlite3_column_bytes(stmt_, i));
+    return p == nullptr ? std::vector<std::uint8_t>()
+                        : std::vector<std::uint8_t>(p, p + sqlite3_column_bytes(stmt_, i));
   }
   int column_count() const { return sqlite3_column_count(stmt_); }
   int column_type(int i) const { return sqlite3_column_type(stmt_, i); }
@@ -80,8 +84,9 @@ class SqliteDb {
   // An open connection, or an empty handle if the file cannot be opened.
   static SqliteDb open(const std::string& path, bool read_only) {
     SqliteDb out;
-    const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                      SQLITE_OPEN_FULLMUTEX;
+    const int flags =
+        (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+        SQLITE_OPEN_FULLMUTEX;
     sqlite3* db = nullptr;
     if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
       sqlite3_close_v2(db);
@@ -92,7 +97,9 @@ class SqliteDb {
     return out;
   }
 
-  int exec(const std::string& sql) { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  int exec(const std::string& sql) {
+    return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+  }
   SqliteStmt prepare(const char* sql) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return SqliteStmt();

@@ -30,11 +30,15 @@ class HostBuffers final : public Buffers {
  public:
   void* make(std::size_t bytes, const void* init) override {
     auto& b = held_.emplace_back(std::make_unique<std::uint8_t[]>(std::max<std::size_t>(bytes, 1)));
-    if (init != nullptr) std::memcpy(b.get(), init, bytes);
-    else std::memset(b.get(), 0xA5, bytes);
+    if (init != nullptr)
+      std::memcpy(b.get(), init, bytes);
+    else
+      std::memset(b.get(), 0xA5, bytes);
     return b.get();
   }
-  void read(const void* buffer, void* dst, std::size_t bytes) override { std::memcpy(dst, buffer, bytes); }
+  void read(const void* buffer, void* dst, std::size_t bytes) override {
+    std::memcpy(dst, buffer, bytes);
+  }
   void synchronize() override {}
 
  private:
@@ -45,13 +49,18 @@ class HostBuffers final : public Buffers {
 class DeviceBuffers final : public Buffers {
  public:
   void* make(std::size_t bytes, const void* init) override {
-    auto& b = held_.emplace_back(std::make_unique<cuda::DeviceBuffer>(std::max<std::size_t>(bytes, 1)));
-    if (init != nullptr) b->upload(init, bytes);
-    else b->fill(0xA5);
+    auto& b =
+        held_.emplace_back(std::make_unique<cuda::DeviceBuffer>(std::max<std::size_t>(bytes, 1)));
+    if (init != nullptr)
+      b->upload(init, bytes);
+    else
+      b->fill(0xA5);
     by_ptr_[b->get()] = b.get();
     return b->get();
   }
-  void read(const void* buffer, void* dst, std::size_t bytes) override { by_ptr_.at(buffer)->download(dst, bytes); }
+  void read(const void* buffer, void* dst, std::size_t bytes) override {
+    by_ptr_.at(buffer)->download(dst, bytes);
+  }
   void synchronize() override {}  // uploads, downloads and fills are synchronous
 
  private:
@@ -60,7 +69,9 @@ class DeviceBuffers final : public Buffers {
 };
 #endif
 
-BackendKind parse_backend(const std::string& text) { return parse_named(backend_names(), text, "backend"); }
+BackendKind parse_backend(const std::string& text) {
+  return parse_named(backend_names(), text, "backend");
+}
 
 }  // namespace
 
@@ -95,7 +106,8 @@ BackendRunner::BackendRunner(const std::string& backend, const std::string& cach
   options.backend = parse_backend(backend);
   options.cache_path = cache_path;
 #if defined(FP4JIT_HAVE_CUDA)
-  if (options.backend == BackendKind::cuda || (options.backend == BackendKind::automatic && cuda_available())) {
+  if (options.backend == BackendKind::cuda ||
+      (options.backend == BackendKind::automatic && cuda_available())) {
     impl_->scope = std::make_unique<cuda::DeviceScope>(options.device);
     options.backend = BackendKind::cuda;
   }
@@ -105,12 +117,18 @@ BackendRunner::BackendRunner(const std::string& backend, const std::string& cach
 
 BackendRunner::~BackendRunner() = default;
 
-BackendKind BackendRunner::kind() const { return impl_->engine->backend(); }
-std::string BackendRunner::name() const { return std::string(name_of(backend_names(), kind())); }
-std::string BackendRunner::description() const { return impl_->engine->description(); }
+BackendKind BackendRunner::kind() const {
+  return impl_->engine->backend();
+}
+std::string BackendRunner::name() const {
+  return std::string(name_of(backend_names(), kind()));
+}
+std::string BackendRunner::description() const {
+  return impl_->engine->description();
+}
 
-QuantizedTensor BackendRunner::quantize(const Recipe& recipe, Role role, const Matrix<float>& in, DType dtype,
-                                        std::uint64_t seed, std::uint64_t offset) {
+QuantizedTensor BackendRunner::quantize(const Recipe& recipe, Role role, const Matrix<float>& in,
+                                        DType dtype, std::uint64_t seed, std::uint64_t offset) {
   QuantizedTensor q;
   q.recipe = canonical(recipe);
   q.role = role;
@@ -127,11 +145,13 @@ QuantizedTensor BackendRunner::quantize(const Recipe& recipe, Role role, const M
   v.scales = mem->make(scale_bytes, nullptr);
   v.tensor_scale = static_cast<float*>(mem->make(sizeof(float), nullptr));
   v.amax = static_cast<float*>(mem->make(sizeof(float), nullptr));
-  v.residual_index = static_cast<std::int64_t*>(mem->make(capacity * sizeof(std::int64_t), nullptr));
+  v.residual_index =
+      static_cast<std::int64_t*>(mem->make(capacity * sizeof(std::int64_t), nullptr));
   v.residual_value = static_cast<float*>(mem->make(capacity * sizeof(float), nullptr));
   v.residual_count = static_cast<std::int64_t*>(mem->make(sizeof(std::int64_t), nullptr));
   v.residual_capacity = capacity;
-  std::vector<std::uint8_t> narrow(in.data.size() * dtype_size(dtype));  // exact: the values came from dtype
+  std::vector<std::uint8_t> narrow(in.data.size() *
+                                   dtype_size(dtype));  // exact: the values came from dtype
   from_matrix(in, TensorView{narrow.data(), dtype, in.rows, in.cols});
   const TensorView tv{mem->make(narrow.size(), narrow.data()), dtype, in.rows, in.cols};
 
@@ -153,8 +173,8 @@ QuantizedTensor BackendRunner::quantize(const Recipe& recipe, Role role, const M
     std::int64_t count = 0;
     mem->read(v.residual_count, &count, sizeof count);
     if (count < 0 || count > capacity)
-      fail(ErrorKind::internal, "{} backend reported {} OCC residual entries (capacity {})", name(), count,
-           capacity);
+      fail(ErrorKind::internal, "{} backend reported {} OCC residual entries (capacity {})", name(),
+           count, capacity);
     q.residual_index.resize(count);
     q.residual_value.resize(count);
     mem->read(v.residual_index, q.residual_index.data(), count * sizeof(std::int64_t));
@@ -168,15 +188,18 @@ Matrix<double> BackendRunner::dequantize_operand(const Recipe& recipe, const Qua
   const auto mem = impl_->buffers();
   QuantizedView v;
   v.codes = static_cast<std::uint8_t*>(mem->make(q.codes.size(), q.codes.data()));
-  v.scales = l.scale_is_code ? mem->make(q.scale_codes.size(), q.scale_codes.data())
-                             : mem->make(q.scale_values.size() * sizeof(float), q.scale_values.data());
+  v.scales = l.scale_is_code
+                 ? mem->make(q.scale_codes.size(), q.scale_codes.data())
+                 : mem->make(q.scale_values.size() * sizeof(float), q.scale_values.data());
   v.tensor_scale = static_cast<float*>(mem->make(sizeof(float), &q.tensor_scale));
   const std::int64_t count = static_cast<std::int64_t>(q.residual_index.size());
   v.residual_count = static_cast<std::int64_t*>(mem->make(sizeof count, &count));
-  const OperandShape source = operand_shape(q.role, l.rows, l.cols);  // transposing is its own inverse
+  const OperandShape source =
+      operand_shape(q.role, l.rows, l.cols);  // transposing is its own inverse
   Matrix<float> out(l.rows, l.cols);
   void* dst = mem->make(out.data.size() * sizeof(float), nullptr);
-  impl_->engine->dequantize(recipe, q.role, v, source.rows, source.cols, {dst, DType::f32, l.rows, l.cols});
+  impl_->engine->dequantize(recipe, q.role, v, source.rows, source.cols,
+                            {dst, DType::f32, l.rows, l.cols});
   impl_->synchronize();
   mem->read(dst, out.data.data(), out.data.size() * sizeof(float));
   Matrix<double> values(l.rows, l.cols);
@@ -186,8 +209,10 @@ Matrix<double> BackendRunner::dequantize_operand(const Recipe& recipe, const Qua
 
 Matrix<float> BackendRunner::dge(const Recipe& recipe, const Matrix<float>& w) {
   const auto mem = impl_->buffers();
-  const TensorView in{mem->make(w.data.size() * sizeof(float), w.data.data()), DType::f32, w.rows, w.cols};
-  const TensorView out{mem->make(w.data.size() * sizeof(float), nullptr), DType::f32, w.rows, w.cols};
+  const TensorView in{mem->make(w.data.size() * sizeof(float), w.data.data()), DType::f32, w.rows,
+                      w.cols};
+  const TensorView out{mem->make(w.data.size() * sizeof(float), nullptr), DType::f32, w.rows,
+                       w.cols};
   impl_->engine->dge(recipe, in, out);
   impl_->synchronize();
   Matrix<float> f(w.rows, w.cols);

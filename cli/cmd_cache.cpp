@@ -13,7 +13,9 @@ struct CacheOptions {
   std::string cache, hash, gpu;
 };
 
-std::string path_of(const CacheOptions& o) { return o.cache.empty() ? KernelCache::default_path() : o.cache; }
+std::string path_of(const CacheOptions& o) {
+  return o.cache.empty() ? KernelCache::default_path() : o.cache;
+}
 
 // The op name from a kernel key ("op=quantize;...").
 std::string op_of(const std::string& key_text) {
@@ -33,7 +35,8 @@ std::string date_of(std::int64_t unix_seconds) {
 
 std::unique_ptr<KernelCache> open_or_fail(const std::string& path) {
   auto cache = std::make_unique<KernelCache>(path);
-  if (!cache->enabled()) fail(ErrorKind::cache, "kernel cache {} cannot be used (see the warning above)", path);
+  if (!cache->enabled())
+    fail(ErrorKind::cache, "kernel cache {} cannot be used (see the warning above)", path);
   return cache;
 }
 
@@ -43,11 +46,12 @@ void run_list(const CacheOptions& o) {
   std::int64_t bytes = 0;
   for (const auto& e : entries) {
     bytes += e.binary_size;
-    fmt::print("{}  {:16} {:28} {:12} {:>9}  {:>8.1f} ms  {}\n", e.key_hash.substr(0, 16), op_of(e.key_text),
-               e.target.size() > 28 ? e.target.substr(0, 28) : e.target, e.compiler, bytes_text(e.binary_size),
-               e.compile_ms, date_of(e.created_unix));
+    fmt::print("{}  {:16} {:28} {:12} {:>9}  {:>8.1f} ms  {}\n", e.key_hash.substr(0, 16),
+               op_of(e.key_text), e.target.size() > 28 ? e.target.substr(0, 28) : e.target,
+               e.compiler, bytes_text(e.binary_size), e.compile_ms, date_of(e.created_unix));
   }
-  fmt::print("{} entries, {} of binaries, in {}\n", entries.size(), bytes_text(bytes), cache->path());
+  fmt::print("{} entries, {} of binaries, in {}\n", entries.size(), bytes_text(bytes),
+             cache->path());
 }
 
 void run_show(const CacheOptions& o) {
@@ -56,17 +60,20 @@ void run_show(const CacheOptions& o) {
   const auto entries = cache->list();
   for (const auto& e : entries) {
     if (e.key_hash.rfind(o.hash, 0) != 0) continue;
-    if (match != nullptr) fail(ErrorKind::invalid_argument, "cache show: '{}' matches several entries", o.hash);
+    if (match != nullptr)
+      fail(ErrorKind::invalid_argument, "cache show: '{}' matches several entries", o.hash);
     match = &e;
   }
-  if (match == nullptr) fail(ErrorKind::invalid_argument, "cache show: no entry whose hash starts with '{}'", o.hash);
+  if (match == nullptr)
+    fail(ErrorKind::invalid_argument, "cache show: no entry whose hash starts with '{}'", o.hash);
   const auto full = cache->get(match->key_hash);
   if (!full) fail(ErrorKind::cache, "cache show: entry {} could not be read", match->key_hash);
-  fmt::print("hash       {}\nkey        {}\ntarget     {}\ncompiler   {}\noptions    {}\ntemplates  {}\n"
-             "symbol     {}\nbinary     {}\ncompiled   {:.1f} ms, {}\n--- source ---\n{}\n",
-             full->key_hash, full->key_text, full->target, full->compiler, full->options, full->templates_hash,
-             full->symbol, bytes_text(full->binary_size), full->compile_ms, date_of(full->created_unix),
-             full->source);
+  fmt::print(
+      "hash       {}\nkey        {}\ntarget     {}\ncompiler   {}\noptions    {}\ntemplates  {}\n"
+      "symbol     {}\nbinary     {}\ncompiled   {:.1f} ms, {}\n--- source ---\n{}\n",
+      full->key_hash, full->key_text, full->target, full->compiler, full->options,
+      full->templates_hash, full->symbol, bytes_text(full->binary_size), full->compile_ms,
+      date_of(full->created_unix), full->source);
 }
 
 // One line per tuning: device model | problem | winner, its time and the heuristic's, candidates.
@@ -79,9 +86,12 @@ void run_tunings(const CacheOptions& o) {
       ok += c.status == CandidateStatus::ok ? 1 : 0;
       pruned += c.status == CandidateStatus::pruned ? 1 : 0;
     }
-    fmt::print("{} | {} | {} | {} | {:.4f} ms | heuristic {} {:.4f} ms | {} of {} measured candidates correct, {} pruned | {}\n",
-               t.key.device.gpu_model, t.key.problem, t.key.recipe.substr(0, t.key.recipe.find(':')), t.winner,
-               t.winner_ms, t.heuristic, t.heuristic_ms, ok, static_cast<int>(t.candidates.size()) - pruned, pruned, date_of(t.created_unix));
+    fmt::print(
+        "{} | {} | {} | {} | {:.4f} ms | heuristic {} {:.4f} ms | {} of {} measured candidates "
+        "correct, {} pruned | {}\n",
+        t.key.device.gpu_model, t.key.problem, t.key.recipe.substr(0, t.key.recipe.find(':')),
+        t.winner, t.winner_ms, t.heuristic, t.heuristic_ms, ok,
+        static_cast<int>(t.candidates.size()) - pruned, pruned, date_of(t.created_unix));
   }
   fmt::print("{} tunings in {}\n", tunings.size(), cache->path());
 }
@@ -98,14 +108,20 @@ void add_cache_commands(CLI::App& app) {
   CLI::App* cache = app.add_subcommand("cache", "Inspect or clear the kernel cache");
   cache->require_subcommand(1);
   cache->fallthrough();  // --cache may follow the subcommand
-  cache->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, else "
-                                         "$XDG_CACHE_HOME/fp4jit/cache.db)");
-  cache->add_subcommand("list", "One line per cached kernel: hash, op, target, compiler, size, compile time, date")
+  cache->add_option("--cache", o->cache,
+                    "Kernel cache database (default: $FP4JIT_CACHE, else "
+                    "$XDG_CACHE_HOME/fp4jit/cache.db)");
+  cache
+      ->add_subcommand(
+          "list",
+          "One line per cached kernel: hash, op, target, compiler, size, compile time, date")
       ->callback([o] { run_list(*o); });
-  CLI::App* show = cache->add_subcommand("show", "Everything about one entry, its generated source included");
+  CLI::App* show =
+      cache->add_subcommand("show", "Everything about one entry, its generated source included");
   show->add_option("hash", o->hash, "The entry's hash or a unique prefix of it")->required();
   show->callback([o] { run_show(*o); });
-  CLI::App* tunings = cache->add_subcommand("tunings", "One line per tuning result: device model, problem, recipe, winner, times");
+  CLI::App* tunings = cache->add_subcommand(
+      "tunings", "One line per tuning result: device model, problem, recipe, winner, times");
   tunings->add_option("--gpu", o->gpu, "Only this device model");
   tunings->callback([o] { run_tunings(*o); });
   cache->add_subcommand("clear", "Remove every entry and tuning")->callback([o] { run_clear(*o); });

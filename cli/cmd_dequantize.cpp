@@ -1,4 +1,5 @@
-// fp4jit dequantize --in DIR --out Y.npy [--dtype D] [--operand-layout] [--no-residual] [--backend B]
+// fp4jit dequantize --in DIR --out Y.npy [--dtype D] [--operand-layout] [--no-residual] [--backend
+// B]
 //                   [--compare X.npy]
 #include <memory>
 

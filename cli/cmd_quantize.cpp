@@ -1,4 +1,5 @@
-// fp4jit quantize --recipe SPEC [--operand R] [--backend auto|cuda|host|reference] --in X.npy --out DIR
+// fp4jit quantize --recipe SPEC [--operand R] [--backend auto|cuda|host|reference] --in X.npy --out
+// DIR
 #include <memory>
 
 #include "cli/backend_run.hpp"
@@ -33,8 +34,8 @@ struct Timings {
   double read_ms = 0, quantize_ms = 0, write_ms = 0, check_ms = 0;
 };
 
-void print_report(const QuantizeOptions& o, const std::string& backend, const StoredOperand& st, const npy::FloatTensor& in,
-                  const ErrorStats& err, const Timings& t,
+void print_report(const QuantizeOptions& o, const std::string& backend, const StoredOperand& st,
+                  const npy::FloatTensor& in, const ErrorStats& err, const Timings& t,
                   const std::vector<std::filesystem::path>& written) {
   const Recipe& r = st.recipe;
   const QuantizedTensor& q = st.q;

@@ -39,8 +39,12 @@ constexpr std::array<Named<Source>, 2> kSourceNames{
 constexpr std::uint32_t kNvfp4Signs = (1u << 3) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) |
                                       (1u << 9) | (1u << 10) | (1u << 12) | (1u << 14) | (1u << 15);
 
-Block tile(int rows, int cols) { return Block{Block::Kind::tile, rows, cols}; }
-Block per(Block::Kind kind) { return Block{kind, 0, 0}; }
+Block tile(int rows, int cols) {
+  return Block{Block::Kind::tile, rows, cols};
+}
+Block per(Block::Kind kind) {
+  return Block{kind, 0, 0};
+}
 
 OperandSpec mx_operand(ScaleRule rule, Round round) {
   OperandSpec s;
@@ -172,15 +176,18 @@ void validate_operand(const Recipe& recipe, Role role) {
     case ScaleRule::ocp_floor:
     case ScaleRule::ceil_pow2:
       if (s.scale != ScaleFormat::e8m0)
-        bad(role, fmt::format("rule={} needs scale=e8m0 (got scale={})", name(s.rule), name(s.scale)));
+        bad(role,
+            fmt::format("rule={} needs scale=e8m0 (got scale={})", name(s.rule), name(s.scale)));
       break;
     case ScaleRule::two_level:
       if (s.scale != ScaleFormat::ue4m3 && s.scale != ScaleFormat::ue5m3)
-        bad(role, fmt::format("rule=two_level needs scale=ue4m3 or ue5m3 (got scale={})", name(s.scale)));
+        bad(role,
+            fmt::format("rule=two_level needs scale=ue4m3 or ue5m3 (got scale={})", name(s.scale)));
       break;
     case ScaleRule::ms_pow2:
       if (s.scale != ScaleFormat::fp32 && s.scale != ScaleFormat::e8m0)
-        bad(role, fmt::format("rule=ms_pow2 needs scale=fp32 or e8m0 (got scale={})", name(s.scale)));
+        bad(role,
+            fmt::format("rule=ms_pow2 needs scale=fp32 or e8m0 (got scale={})", name(s.scale)));
       break;
     case ScaleRule::absmax:
       if (s.scale != ScaleFormat::fp32)
@@ -199,7 +206,8 @@ void validate_operand(const Recipe& recipe, Role role) {
     bad(role, "had.signs is set but had=none");
   if (s.had.signs == HadamardSpec::Signs::given) {
     for (int i = h; i < 128; ++i)
-      if (nx::sign_negative(s.had.mask, i)) bad(role, fmt::format("had.signs has more than had={} entries", h));
+      if (nx::sign_negative(s.had.mask, i))
+        bad(role, fmt::format("had.signs has more than had={} entries", h));
   }
   if (s.src == Source::requant && !role_info(role).transposed)
     bad(role, "src=requant applies to the transposed copies (wt, dyt, xt) only");
@@ -214,17 +222,31 @@ void validate_operand(const Recipe& recipe, Role role) {
 
 }  // namespace
 
-const RoleInfo& role_info(Role r) { return kRoles[static_cast<int>(r)]; }
-std::span<const Named<Role>> role_names() { return kRoleNames; }
-std::span<const Named<ScaleRule>> scale_rule_names() { return kRuleNames; }
-std::span<const Named<Round>> round_names() { return kRoundNames; }
-std::span<const Named<Source>> source_names() { return kSourceNames; }
-std::span<const Preset> presets() { return kPresets; }
+const RoleInfo& role_info(Role r) {
+  return kRoles[static_cast<int>(r)];
+}
+std::span<const Named<Role>> role_names() {
+  return kRoleNames;
+}
+std::span<const Named<ScaleRule>> scale_rule_names() {
+  return kRuleNames;
+}
+std::span<const Named<Round>> round_names() {
+  return kRoundNames;
+}
+std::span<const Named<Source>> source_names() {
+  return kSourceNames;
+}
+std::span<const Preset> presets() {
+  return kPresets;
+}
 
 nx::SignMask HadamardSpec::effective_mask() const {
   switch (signs) {
-    case Signs::none: return nx::SignMask{};
-    case Signs::given: return mask;
+    case Signs::none:
+      return nx::SignMask{};
+    case Signs::given:
+      return mask;
     case Signs::random: {
       nx::SignMask m = nx::random_signs(seed);
       for (int i = size; i < 128; ++i) m.w[i >> 5] &= ~(1u << (i & 31));  // keep `size` entries

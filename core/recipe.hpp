@@ -32,7 +32,8 @@ using nx::Round;
 //   xt  wgrad B   X^T  [in, tokens]     K = tokens  (transposed copy of X)
 enum class Role : std::uint8_t { x, w, dy, wt, dyt, xt };
 constexpr int kNumRoles = 6;
-constexpr std::array<Role, kNumRoles> kAllRoles{Role::x, Role::w, Role::dy, Role::wt, Role::dyt, Role::xt};
+constexpr std::array<Role, kNumRoles> kAllRoles{Role::x,  Role::w,   Role::dy,
+                                                Role::wt, Role::dyt, Role::xt};
 
 struct RoleInfo {
   Role role;
@@ -45,7 +46,9 @@ struct RoleInfo {
 };
 const RoleInfo& role_info(Role r);
 std::span<const Named<Role>> role_names();
-inline std::string_view name(Role r) { return name_of(role_names(), r); }
+inline std::string_view name(Role r) {
+  return name_of(role_names(), r);
+}
 
 enum class ScaleRule : std::uint8_t {
   ocp_floor,  // E8M0, 2^(floor(log2 amax) - emax)                      (OCP MX, mxfp4)
@@ -56,8 +59,12 @@ enum class ScaleRule : std::uint8_t {
 };
 std::span<const Named<ScaleRule>> scale_rule_names();
 std::span<const Named<Round>> round_names();
-inline std::string_view name(ScaleRule r) { return name_of(scale_rule_names(), r); }
-inline std::string_view name(Round r) { return name_of(round_names(), r); }
+inline std::string_view name(ScaleRule r) {
+  return name_of(scale_rule_names(), r);
+}
+inline std::string_view name(Round r) {
+  return name_of(round_names(), r);
+}
 
 // A quantization block in the operand's K-major layout: tile rows x cols (cols along K), one
 // scale per row (vector-wise along K), per column, or one for the whole tensor.
@@ -79,8 +86,8 @@ struct HadamardSpec {
   enum class Signs : std::uint8_t { none, given, random };
   int size = 0;  // 0: no transform; else 16, 32, 64 or 128 along K
   Signs signs = Signs::none;
-  nx::SignMask mask{};     // Signs::given: bit i set means -1
-  std::uint64_t seed = 0;  // Signs::random
+  nx::SignMask mask{};                  // Signs::given: bit i set means -1
+  std::uint64_t seed = 0;               // Signs::random
   nx::SignMask effective_mask() const;  // the signs actually applied
   bool operator==(const HadamardSpec& o) const;
 };

@@ -17,15 +17,16 @@ struct Group {
 };
 const std::vector<Group>& groups() {
   static const std::vector<Group> kGroups{
-      {"fprop", {Role::x, Role::w}},   {"dgrad", {Role::dy, Role::wt}},
+      {"fprop", {Role::x, Role::w}},    {"dgrad", {Role::dy, Role::wt}},
       {"wgrad", {Role::dyt, Role::xt}}, {"act", {Role::x, Role::xt}},
-      {"weight", {Role::w, Role::wt}}, {"grad", {Role::dy, Role::dyt}}};
+      {"weight", {Role::w, Role::wt}},  {"grad", {Role::dy, Role::dyt}}};
   return kGroups;
 }
 
 constexpr std::string_view kOperandKeys =
     "elem, scale, rule, block, round, sr.bits, had, had.signs, had.seed, occ, dge, src, qema";
-constexpr std::string_view kRecipeKeys = "occ (alpha), dge.k, dge.clip, ue5m3, qema.decay, qema.start";
+constexpr std::string_view kRecipeKeys =
+    "occ (alpha), dge.k, dge.clip, ue5m3, qema.decay, qema.start";
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view valid) {
   fail(ErrorKind::recipe, "recipe key '{}': invalid value '{}' (valid: {})", key, value, valid);
@@ -59,8 +60,8 @@ Block parse_block(std::string_view key, std::string_view value) {
 
 void set_hadamard_size(OperandSpec& s, std::string_view key, std::string_view value) {
   int size = 0;
-  if (value != "none" && (!parse_number(value, &size) ||
-                          (size != 16 && size != 32 && size != 64 && size != 128)))
+  if (value != "none" &&
+      (!parse_number(value, &size) || (size != 16 && size != 32 && size != 64 && size != 128)))
     bad_value(key, value, "none, 16, 32, 64, 128");
   // A sign vector written for another size no longer applies: it is dropped (had.signs may
   // follow to give a new one).
@@ -84,7 +85,8 @@ void set_hadamard_signs(OperandSpec& s, std::string_view key, std::string_view v
     bad_value(key, value, "none, random, or one '+'/'-' per entry");
   if (static_cast<int>(value.size()) != s.had.size)
     fail(ErrorKind::recipe, "recipe key '{}': {} signs given, had={} needs {} (set had first)", key,
-         value.size(), s.had.size == 0 ? std::string("none") : std::to_string(s.had.size), s.had.size);
+         value.size(), s.had.size == 0 ? std::string("none") : std::to_string(s.had.size),
+         s.had.size);
   s.had.signs = HadamardSpec::Signs::given;
   s.had.mask = {};
   for (std::size_t i = 0; i < value.size(); ++i)
@@ -95,15 +97,19 @@ void set_hadamard_signs(OperandSpec& s, std::string_view key, std::string_view v
 bool set_operand_field(OperandSpec& s, std::string_view key, std::string_view field,
                        std::string_view value) {
   if (field == "elem") {
-    s.elem = parse_named(elem_format_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
+    s.elem = parse_named(elem_format_names(), value, fmt::format("value for '{}'", key),
+                         ErrorKind::recipe);
   } else if (field == "scale") {
-    s.scale = parse_named(scale_format_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
+    s.scale = parse_named(scale_format_names(), value, fmt::format("value for '{}'", key),
+                          ErrorKind::recipe);
   } else if (field == "rule") {
-    s.rule = parse_named(scale_rule_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
+    s.rule = parse_named(scale_rule_names(), value, fmt::format("value for '{}'", key),
+                         ErrorKind::recipe);
   } else if (field == "block") {
     s.block = parse_block(key, value);
   } else if (field == "round" || field == "rounding") {
-    s.round = parse_named(round_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
+    s.round =
+        parse_named(round_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
   } else if (field == "sr.bits") {
     if (!parse_number(value, &s.sr_bits) || (s.sr_bits != 8 && s.sr_bits != 16))
       bad_value(key, value, "8, 16");
@@ -118,7 +124,8 @@ bool set_operand_field(OperandSpec& s, std::string_view key, std::string_view fi
   } else if (field == "dge") {
     s.dge = parse_switch(key, value);
   } else if (field == "src") {
-    s.src = parse_named(source_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
+    s.src =
+        parse_named(source_names(), value, fmt::format("value for '{}'", key), ErrorKind::recipe);
   } else if (field == "qema") {
     s.qema = parse_switch(key, value);
   } else {
@@ -134,16 +141,20 @@ bool set_recipe_field(Recipe& r, std::string_view key, std::string_view value) {
     if (!parse_number(value, &r.occ_alpha) || !(r.occ_alpha > 0.5 && r.occ_alpha <= 1.0))
       bad_value(key, value, "a quantile in (0.5, 1], or on/off");
   } else if (key == "dge.k") {
-    if (!parse_number(value, &r.dge_k) || !(r.dge_k > 0.0f)) bad_value(key, value, "a positive number");
+    if (!parse_number(value, &r.dge_k) || !(r.dge_k > 0.0f))
+      bad_value(key, value, "a positive number");
   } else if (key == "dge.clip") {
-    if (!parse_number(value, &r.dge_clip) || !(r.dge_clip > 0.0f)) bad_value(key, value, "a positive number");
+    if (!parse_number(value, &r.dge_clip) || !(r.dge_clip > 0.0f))
+      bad_value(key, value, "a positive number");
   } else if (key == "ue5m3") {
-    r.ue5m3 = parse_named(ue5m3_variant_names(), value, "value for 'ue5m3' (its max)", ErrorKind::recipe);
+    r.ue5m3 =
+        parse_named(ue5m3_variant_names(), value, "value for 'ue5m3' (its max)", ErrorKind::recipe);
   } else if (key == "qema.decay") {
     if (!parse_number(value, &r.qema_decay) || !(r.qema_decay > 0.0f && r.qema_decay < 1.0f))
       bad_value(key, value, "a number in (0, 1)");
   } else if (key == "qema.start") {
-    if (!parse_number(value, &r.qema_start) || r.qema_start < 0) bad_value(key, value, "a step >= 0");
+    if (!parse_number(value, &r.qema_start) || r.qema_start < 0)
+      bad_value(key, value, "a step >= 0");
   } else {
     return false;
   }
@@ -192,7 +203,9 @@ std::string preset_names() {
   return out;
 }
 
-std::string switch_text(bool on) { return on ? "on" : "off"; }
+std::string switch_text(bool on) {
+  return on ? "on" : "off";
+}
 
 void append_operand(std::string& out, const OperandSpec& s, std::string_view prefix) {
   out += fmt::format(
@@ -200,19 +213,23 @@ void append_operand(std::string& out, const OperandSpec& s, std::string_view pre
       "{0}had={7},{0}had.signs={8},{0}had.seed={9},{0}occ={10},{0}dge={11},{0}src={12},"
       "{0}qema={13}",
       prefix, name(s.elem), name(s.scale), name(s.rule), block_text(s.block), name(s.round),
-      s.sr_bits, hadamard_size_text(s.had),
-      hadamard_signs_text(s.had), s.had.signs == HadamardSpec::Signs::random ? s.had.seed : 0,
-      switch_text(s.occ), switch_text(s.dge), name_of(source_names(), s.src), switch_text(s.qema));
+      s.sr_bits, hadamard_size_text(s.had), hadamard_signs_text(s.had),
+      s.had.signs == HadamardSpec::Signs::random ? s.had.seed : 0, switch_text(s.occ),
+      switch_text(s.dge), name_of(source_names(), s.src), switch_text(s.qema));
 }
 
 }  // namespace
 
 std::string block_text(const Block& b) {
   switch (b.kind) {
-    case Block::Kind::row: return "row";
-    case Block::Kind::col: return "col";
-    case Block::Kind::tensor: return "tensor";
-    case Block::Kind::tile: return fmt::format("{}x{}", b.rows, b.cols);
+    case Block::Kind::row:
+      return "row";
+    case Block::Kind::col:
+      return "col";
+    case Block::Kind::tensor:
+      return "tensor";
+    case Block::Kind::tile:
+      return fmt::format("{}x{}", b.rows, b.cols);
   }
   return "?";
 }
@@ -223,8 +240,10 @@ std::string hadamard_size_text(const HadamardSpec& h) {
 
 std::string hadamard_signs_text(const HadamardSpec& h) {
   switch (h.signs) {
-    case HadamardSpec::Signs::none: return "none";
-    case HadamardSpec::Signs::random: return "random";
+    case HadamardSpec::Signs::none:
+      return "none";
+    case HadamardSpec::Signs::random:
+      return "random";
     case HadamardSpec::Signs::given: {
       std::string out;
       for (int i = 0; i < h.size; ++i) out += nx::sign_negative(h.mask, i) ? '-' : '+';
@@ -278,7 +297,8 @@ std::string canonical(const Recipe& r, Role role) {
   append_operand(out, s, "");
   if (s.occ) out += fmt::format(",occ.alpha={}", r.occ_alpha);
   if (s.dge) out += fmt::format(",dge.k={},dge.clip={}", r.dge_k, r.dge_clip);
-  if (s.scale == ScaleFormat::ue5m3) out += fmt::format(",ue5m3={}", name_of(ue5m3_variant_names(), r.ue5m3));
+  if (s.scale == ScaleFormat::ue5m3)
+    out += fmt::format(",ue5m3={}", name_of(ue5m3_variant_names(), r.ue5m3));
   if (s.qema) out += fmt::format(",qema.decay={},qema.start={}", r.qema_decay, r.qema_start);
   if (s.src == Source::requant) {
     out += ",from=(";
@@ -288,6 +308,8 @@ std::string canonical(const Recipe& r, Role role) {
   return out;
 }
 
-std::string recipe_hash(const Recipe& recipe) { return sha256_hex(canonical(recipe)); }
+std::string recipe_hash(const Recipe& recipe) {
+  return sha256_hex(canonical(recipe));
+}
 
 }  // namespace fp4jit

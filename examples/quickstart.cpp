@@ -62,10 +62,11 @@ int main(int argc, char** argv) {
       num += (back[i] - x[i]) * double(back[i] - x[i]);
       den += double(x[i]) * x[i];
     }
-    std::printf("recipe %s, operand x [%lld, %lld]: %lld code bytes + %lld scales, relative error %.4f\n",
-                recipe.preset.c_str(), static_cast<long long>(tokens), static_cast<long long>(in),
-                static_cast<long long>(l.code_bytes()), static_cast<long long>(l.scale_count()),
-                std::sqrt(num / den));
+    std::printf(
+        "recipe %s, operand x [%lld, %lld]: %lld code bytes + %lld scales, relative error %.4f\n",
+        recipe.preset.c_str(), static_cast<long long>(tokens), static_cast<long long>(in),
+        static_cast<long long>(l.code_bytes()), static_cast<long long>(l.scale_count()),
+        std::sqrt(num / den));
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "fp4jit_quickstart: %s\n", e.what());

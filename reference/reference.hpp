@@ -33,8 +33,8 @@ Matrix<double> dequantize_operand(const Recipe& recipe, const QuantizedTensor& q
 Matrix<double> dequantize_source(const Recipe& recipe, const QuantizedTensor& q, bool add_residual);
 // The same mapping applied to operand values computed elsewhere (e.g. by another backend's
 // dequantize): `operand` is [q.layout.rows, q.layout.cols] in the operand's layout and domain.
-Matrix<double> operand_to_source(const Recipe& recipe, const QuantizedTensor& q, Matrix<double> operand,
-                                 bool add_residual);
+Matrix<double> operand_to_source(const Recipe& recipe, const QuantizedTensor& q,
+                                 Matrix<double> operand, bool add_residual);
 
 // OCC, one row at a time: clamps each row of `m` (in place) to its (1-alpha, alpha) quantiles
 // and returns the residual x - clamp(x) at the changed positions, in row-major order.

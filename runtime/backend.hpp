@@ -15,15 +15,17 @@ class Backend {
   virtual BackendKind kind() const = 0;
   virtual std::string description() const = 0;
 
-  virtual void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
-                        const QuantizeArgs& args, void* stream) = 0;
+  virtual void quantize(const Recipe& recipe, Role role, const TensorView& in,
+                        const QuantizedView& out, const QuantizeArgs& args, void* stream) = 0;
   // Default: two quantize() calls; backends override with a one-read kernel.
   virtual void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                              const QuantizedView& out, const QuantizedView& out_transposed,
                              const QuantizeArgs& args, void* stream);
-  virtual void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
-                          std::int64_t source_cols, const TensorView& out, void* stream) = 0;
-  virtual void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) = 0;
+  virtual void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                          std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                          void* stream) = 0;
+  virtual void dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
+                   void* stream) = 0;
   // Engine::gemm, arguments checked (layouts, shapes, dtypes, epilogue buffers).
   virtual void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
                     const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,

@@ -34,7 +34,8 @@ std::vector<CompiledKernelInfo> compile_recipe(const Recipe& recipe, const std::
 // configs the heuristic picks for each shape (assuming default_sm_count(target) SMs), compiled
 // like compile_recipe. GEMMs the target has no kernel for are skipped and named in `skipped`.
 std::vector<CompiledKernelInfo> compile_gemms(const Recipe& recipe, const std::string& target,
-                                              KernelCache* cache, std::span<const GemmRequest> requests,
+                                              KernelCache* cache,
+                                              std::span<const GemmRequest> requests,
                                               std::span<const DType> outs, int jobs = 0,
                                               std::vector<std::string>* skipped = nullptr);
 

@@ -11,7 +11,9 @@ namespace {
 class ReferenceBackend final : public Backend {
  public:
   BackendKind kind() const override { return BackendKind::reference; }
-  std::string description() const override { return "reference: plain C++ golden model (host memory)"; }
+  std::string description() const override {
+    return "reference: plain C++ golden model (host memory)";
+  }
 
   void quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                 const QuantizeArgs& args, void*) override {
@@ -19,10 +21,12 @@ class ReferenceBackend final : public Backend {
     store_quantized(reference::quantize(recipe, role, to_matrix(in), options), out);
   }
 
-  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
-                  std::int64_t source_cols, const TensorView& out, void*) override {
+  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                  std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                  void*) override {
     const QuantLayout layout = quant_layout(recipe, role, source_rows, source_cols);
-    from_matrix(reference::dequantize_operand(recipe, load_quantized(recipe, role, layout, in)), out);
+    from_matrix(reference::dequantize_operand(recipe, load_quantized(recipe, role, layout, in)),
+                out);
   }
 
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void*) override {
@@ -30,8 +34,9 @@ class ReferenceBackend final : public Backend {
   }
 
   // reference::gemm in double (exact products), the epilogue in double, one rounding to out.
-  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b, const GemmShape& shape,
-            const TensorView& out, const GemmEpilogue& epilogue, void*) override {
+  void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
+            const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
+            void*) override {
     const GemmLayouts l = gemm_layouts(recipe, op, shape);
     const GemmRoles roles = gemm_roles(op);
     QuantizedView av = a;
@@ -53,6 +58,8 @@ class ReferenceBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
+std::unique_ptr<Backend> make_reference_backend() {
+  return std::make_unique<ReferenceBackend>();
+}
 
 }  // namespace fp4jit

@@ -75,7 +75,8 @@ HostConfig parse_host_config(const std::string& text, HostConfig c) {
       c.threads = v;
     else
       fail(ErrorKind::invalid_argument,
-           "host config '{}': unknown key '{}' (valid: vw, band, unroll, mr, nr, kc, mc, np, threads)",
+           "host config '{}': unknown key '{}' (valid: vw, band, unroll, mr, nr, kc, mc, np, "
+           "threads)",
            text, key);
   }
   c.validate();

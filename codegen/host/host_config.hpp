@@ -26,7 +26,7 @@ struct HostConfig {
   std::string text() const;       // the parameters that decide quantize/dequantize/dge binaries
   std::string gemm_text() const;  // ... and GEMM binaries
   std::string gemm_tuned_text() const;  // gemm_text() and, when set, np: a tuned GEMM config
-  void validate() const;          // throws Error(invalid_argument)
+  void validate() const;                // throws Error(invalid_argument)
 };
 
 // Parses "vw=8,band=32,unroll=2,mr=4,nr=16,kc=128,mc=64,np=4,threads=2" over `base` (any subset).

@@ -36,10 +36,10 @@ struct TensorView {
 
 // Where a quantized operand lives, in the backend's memory; sizes from Engine::layout().
 struct QuantizedView {
-  std::uint8_t* codes = nullptr;      // layout.rows x layout.row_bytes, contiguous
-  void* scales = nullptr;             // layout.scale_count(): uint8 codes or float32
-  float* tensor_scale = nullptr;      // 1 float: s_enc (two-level operands), written by quantize
-  float* amax = nullptr;              // 1 float: the operand's largest finite |value| (optional)
+  std::uint8_t* codes = nullptr;  // layout.rows x layout.row_bytes, contiguous
+  void* scales = nullptr;         // layout.scale_count(): uint8 codes or float32
+  float* tensor_scale = nullptr;  // 1 float: s_enc (two-level operands), written by quantize
+  float* amax = nullptr;          // 1 float: the operand's largest finite |value| (optional)
   std::int64_t* residual_index = nullptr;  // OCC operands: up to residual_capacity entries
   float* residual_value = nullptr;
   std::int64_t* residual_count = nullptr;  // 1 value, written by quantize
@@ -62,8 +62,8 @@ struct QuantizeArgs {
 // Epilogue of Engine::gemm: out = alpha * (deq(A) deq(B)^T [+ R W^T]) [+ bias] [+ beta * c].
 struct GemmEpilogue {
   float alpha = 1.0f;
-  float beta = 0.0f;            // beta != 0 needs c
-  TensorView c{};               // [M, N] in the output's dtype; may be the output itself (accumulation)
+  float beta = 0.0f;  // beta != 0 needs c
+  TensorView c{};     // [M, N] in the output's dtype; may be the output itself (accumulation)
   const float* bias = nullptr;  // [N] float32, or null
   // OCC compensation, for recipes whose A operand has occ=on (msfp4 fprop): R is A's sparse
   // residual (the residual_* buffers of the A view) and W the weight in high precision, [N, K]
@@ -73,8 +73,8 @@ struct GemmEpilogue {
 
 struct EngineOptions {
   BackendKind backend = BackendKind::automatic;
-  int device = 0;               // CUDA device ordinal
-  std::string cache_path;       // empty: $FP4JIT_CACHE, else $XDG_CACHE_HOME/fp4jit/cache.db
+  int device = 0;          // CUDA device ordinal
+  std::string cache_path;  // empty: $FP4JIT_CACHE, else $XDG_CACHE_HOME/fp4jit/cache.db
   bool use_cache = true;
 };
 
@@ -98,15 +98,17 @@ class Engine {
                 const QuantizeArgs& args = {}, void* stream = nullptr);
   // Both copies of a tensor from one read: the row-wise operand `role` (x, w or dy) and its
   // transposed partner (xt, wt or dyt), e.g. X for fprop and X^T for wgrad.
-  void quantize_pair(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
-                     const QuantizedView& out_transposed, const QuantizeArgs& args = {},
-                     void* stream = nullptr);
+  void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                     const QuantizedView& out, const QuantizedView& out_transposed,
+                     const QuantizeArgs& args = {}, void* stream = nullptr);
   // The operand's values, in its own K-major layout and transformed domain (what a GEMM
   // multiplies), as float32/bf16/fp16 into `out` [layout.rows, layout.cols].
-  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
-                  std::int64_t source_cols, const TensorView& out, void* stream = nullptr);
+  void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                  std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                  void* stream = nullptr);
   // DGE factor f'(W * sf) of the recipe's weight operand, elementwise, into out (same shape as w).
-  void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream = nullptr);
+  void dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
+           void* stream = nullptr);
   // One of a linear layer's three GEMMs (core/gemm.hpp): out [M, N] = epilogue(deq(A) deq(B)^T),
   // A [M, K] and B [N, K] the operands of `op` quantized with `recipe` (x and w for fprop, dy and
   // wt for dgrad, dyt and xt for wgrad), out float32, bfloat16 or float16. Every argument is

@@ -127,8 +127,7 @@ void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
 
 std::optional<QuantizeTuning> CudaBackend::tuned_quantize(const Recipe& recipe, Role role,
                                                           const TensorView& in) {
-  const TuningKey key =
-      quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
+  const TuningKey key = quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
   const std::optional<std::string> winner = tuned_->winner(key);
   if (!winner) return std::nullopt;
   try {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "runtime/backend.hpp"
 #include "codegen/gemm.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/modules.hpp"
 #include "runtime/cuda/plan.hpp"

@@ -205,8 +205,8 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
            stream_grid(ceil_div(items, cfg.threads / 32)), cfg.threads, a, bytes);
     return;
   }
-  codegen::TileConfig cfg = codegen::default_tile_config(
-      row ? &row->spec : nullptr, col ? &col->spec : nullptr, in.dtype);
+  codegen::TileConfig cfg = codegen::default_tile_config(row ? &row->spec : nullptr,
+                                                         col ? &col->spec : nullptr, in.dtype);
   if (device_.tile_config != nullptr) {
     try {
       device_.tile_config->validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr,

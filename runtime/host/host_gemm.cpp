@@ -33,8 +33,7 @@ void check(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b) {
 }  // namespace
 
 void HostBackend::gemm(const Recipe& recipe, const GemmOperand& a, const GemmOperand& b, float* c,
-                       std::int64_t ldc, const GemmResidual* residual,
-                       const HostConfig* config) {
+                       std::int64_t ldc, const GemmResidual* residual, const HostConfig* config) {
   std::lock_guard lock(mutex_);
   check(recipe, a, b);
   const HostConfig& cfg = config != nullptr ? *config : config_;

@@ -22,8 +22,9 @@ namespace fs = std::filesystem;
 class CacheTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / fmt::format("fp4jit-cache-test-{}-{}", getpid(),
-                                                   testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           fmt::format("fp4jit-cache-test-{}-{}", getpid(),
+                       testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     previous_ = set_log_sink([this](LogLevel level, std::string_view m) {
@@ -38,7 +39,8 @@ class CacheTest : public testing::Test {
   std::vector<std::string> files_starting(const std::string& prefix) const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(dir_))
-      if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+      if (e.path().filename().string().rfind(prefix, 0) == 0)
+        out.push_back(e.path().filename().string());
     return out;
   }
   static CacheEntry entry(const std::string& key, std::uint8_t fill = 7) {
@@ -111,7 +113,9 @@ TEST_F(CacheTest, KeyHashDependsOnEveryField) {
 }
 
 TEST_F(CacheTest, GarbageFileIsMovedAsideAndRebuilt) {
-  { std::ofstream(db_path()) << "this is not a database, just some text that is long enough......"; }
+  {
+    std::ofstream(db_path()) << "this is not a database, just some text that is long enough......";
+  }
   KernelCache cache(db_path());
   ASSERT_TRUE(cache.enabled());
   ASSERT_EQ(warnings_.size(), 1u);
@@ -122,7 +126,8 @@ TEST_F(CacheTest, GarbageFileIsMovedAsideAndRebuilt) {
 }
 
 TEST_F(CacheTest, ForeignDatabaseIsMovedAside) {
-  sql(db_path(), "CREATE TABLE photos (id INTEGER, name TEXT); INSERT INTO photos VALUES (1, 'x');");
+  sql(db_path(),
+      "CREATE TABLE photos (id INTEGER, name TEXT); INSERT INTO photos VALUES (1, 'x');");
   KernelCache cache(db_path());
   ASSERT_TRUE(cache.enabled());
   EXPECT_EQ(files_starting("cache.db.foreign-").size(), 1u);
@@ -132,7 +137,10 @@ TEST_F(CacheTest, ForeignDatabaseIsMovedAside) {
 }
 
 TEST_F(CacheTest, NewerSchemaIsLeftUntouchedAndDisabled) {
-  { KernelCache init(db_path()); ASSERT_TRUE(init.put(entry("a"))); }
+  {
+    KernelCache init(db_path());
+    ASSERT_TRUE(init.put(entry("a")));
+  }
   sql(db_path(), "PRAGMA user_version = 99;");
   KernelCache cache(db_path());
   EXPECT_FALSE(cache.enabled());
@@ -141,14 +149,17 @@ TEST_F(CacheTest, NewerSchemaIsLeftUntouchedAndDisabled) {
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_NE(warnings_[0].find("newer"), std::string::npos);
   EXPECT_TRUE(files_starting("cache.db.").empty());  // nothing moved aside
-  sql(db_path(), "PRAGMA user_version = 1;");  // the data is still there
+  sql(db_path(), "PRAGMA user_version = 1;");        // the data is still there
   KernelCache again(db_path());
   EXPECT_TRUE(again.get(entry("a").key_hash).has_value());
 }
 
 TEST_F(CacheTest, TamperedBinaryIsAMissAndIsRemoved) {
   const CacheEntry e = entry("a");
-  { KernelCache cache(db_path()); ASSERT_TRUE(cache.put(e)); }
+  {
+    KernelCache cache(db_path());
+    ASSERT_TRUE(cache.put(e));
+  }
   sql(db_path(), "UPDATE binaries SET binary = zeroblob(1000);");
   KernelCache cache(db_path());
   EXPECT_FALSE(cache.get(e.key_hash).has_value());
@@ -160,7 +171,8 @@ TEST_F(CacheTest, TamperedBinaryIsAMissAndIsRemoved) {
 TEST_F(CacheTest, CorruptPagesFoundLaterAreRecoveredWithoutThrowing) {
   {
     KernelCache cache(db_path());
-    for (int i = 0; i < 50; ++i) ASSERT_TRUE(cache.put(entry(std::to_string(i), static_cast<std::uint8_t>(i))));
+    for (int i = 0; i < 50; ++i)
+      ASSERT_TRUE(cache.put(entry(std::to_string(i), static_cast<std::uint8_t>(i))));
   }
   {  // Checkpoint the WAL so the data is in the main file, then scribble over its interior pages.
     sql(db_path(), "PRAGMA wal_checkpoint(TRUNCATE);");
@@ -170,7 +182,8 @@ TEST_F(CacheTest, CorruptPagesFoundLaterAreRecoveredWithoutThrowing) {
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
   KernelCache cache(db_path());
-  for (int i = 0; i < 50; ++i) (void)cache.get(entry(std::to_string(i)).key_hash);  // misses, never throws
+  for (int i = 0; i < 50; ++i)
+    (void)cache.get(entry(std::to_string(i)).key_hash);  // misses, never throws
   (void)cache.list();
   EXPECT_TRUE(cache.put(entry("new")));
   EXPECT_TRUE(cache.get(entry("new").key_hash).has_value());
@@ -197,8 +210,10 @@ TEST_F(CacheTest, ProcessesWritingAtOnceLoseNothing) {
       int failures = 0;
       KernelCache cache(db_path());
       for (int i = 0; i < kEach; ++i) {
-        if (!cache.put(entry(fmt::format("p{}-{}", p, i), static_cast<std::uint8_t>(p)))) ++failures;
-        if (!cache.put(entry("shared", static_cast<std::uint8_t>(p)))) ++failures;  // same key from all
+        if (!cache.put(entry(fmt::format("p{}-{}", p, i), static_cast<std::uint8_t>(p))))
+          ++failures;
+        if (!cache.put(entry("shared", static_cast<std::uint8_t>(p))))
+          ++failures;  // same key from all
         if (!cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash)) ++failures;
       }
       if (failures != 0) fmt::print(stderr, "writer {}: {} failed operations\n", p, failures);
@@ -214,7 +229,8 @@ TEST_F(CacheTest, ProcessesWritingAtOnceLoseNothing) {
   KernelCache cache(db_path());
   for (int p = 0; p < kProcesses; ++p)
     for (int i = 0; i < kEach; ++i)
-      ASSERT_TRUE(cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash).has_value()) << p << "/" << i;
+      ASSERT_TRUE(cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash).has_value())
+          << p << "/" << i;
   EXPECT_EQ(cache.list().size(), static_cast<std::size_t>(kProcesses * kEach + 1));
   EXPECT_TRUE(warnings_.empty());
 }

@@ -19,7 +19,9 @@ namespace {
 using nx::u32;
 using sm90::prmt;
 
-double e4m3(u32 byte) { return nx::mf_decode(nx::kE4M3, byte & 0xFFu); }
+double e4m3(u32 byte) {
+  return nx::mf_decode(nx::kE4M3, byte & 0xFFu);
+}
 
 // Words with code `c` at element j and random codes elsewhere.
 template <class F>
@@ -85,7 +87,8 @@ TEST(GemmExpand, TableWindowEdgesAreNormalOrExactSubnormal) {
 }
 
 double half_value(nx::u32 bits16, bool bf16) {
-  return bf16 ? nx::bf16_to_float(static_cast<nx::u16>(bits16)) : nx::f16_to_float(static_cast<nx::u16>(bits16));
+  return bf16 ? nx::bf16_to_float(static_cast<nx::u16>(bits16))
+              : nx::f16_to_float(static_cast<nx::u16>(bits16));
 }
 
 template <bool kBF16>
@@ -101,7 +104,9 @@ void check_16bit() {
   });
 }
 
-TEST(GemmExpand, F16TableDecodesEveryCode) { check_16bit<false>(); }
+TEST(GemmExpand, F16TableDecodesEveryCode) {
+  check_16bit<false>();
+}
 
 // The 8-code form equals the 4-code form on each half, for random words.
 template <bool kBF16>
@@ -119,9 +124,15 @@ void check_16bit_x8() {
     ASSERT_EQ(r3, b1);
   }
 }
-TEST(GemmExpand, F16EightCodesMatchFourCodeForm) { check_16bit_x8<false>(); }
-TEST(GemmExpand, BF16EightCodesMatchFourCodeForm) { check_16bit_x8<true>(); }
-TEST(GemmExpand, BF16TableDecodesEveryCode) { check_16bit<true>(); }
+TEST(GemmExpand, F16EightCodesMatchFourCodeForm) {
+  check_16bit_x8<false>();
+}
+TEST(GemmExpand, BF16EightCodesMatchFourCodeForm) {
+  check_16bit_x8<true>();
+}
+TEST(GemmExpand, BF16TableDecodesEveryCode) {
+  check_16bit<true>();
+}
 
 // E2M1 x block scale is exact in the 16-bit type the kernel uses: FP16 for UE4M3 (at most
 // 6 * 448 = 2688, at least 0.5 * 2^-9), BF16 for every UE5M3 variant.
