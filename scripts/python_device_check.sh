@@ -29,7 +29,7 @@ for recipe in mxfp4 nvfp4 msfp4 tetrajet ue5m3; do
 done
 
 rc=0
-for test in test_cuda test_torch; do
+for test in test_cuda test_torch test_train_gpt; do
   t0=$SECONDS
   timeout 300 python3 "tests/python/$test.py" -v >"$OUT/$test.log" 2>&1
   r=$?

@@ -8,7 +8,8 @@
 #      RECIPES (default bf16,nvfp4), then examples/train_gpt/compare.py against ONE_GPU_CSV
 #      (a losses.csv of a one-GPU run at the same global batch) when given
 # Outputs in $OUT (default /tmp/train_gpt): table.md, losses.csv, losses.png, runs.json, train.log
-# (and compare.md). TRAIN_ARGS adds options to train.py (e.g. "--steps 400").
+# (and compare.md). TRAIN_ARGS adds options to train.py (e.g. "--steps 400"); EXTRA_RUNS, recipe
+# texts separated by spaces, are more runs after RECIPES (train.py --run), e.g. ablations.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/train_gpt}
@@ -25,7 +26,9 @@ log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -
 # d_ff), at the tokens of one rank.
 TOKENS=$((8192 / GPUS))
 t0=$SECONDS
-for recipe in ${RECIPES//,/ }; do
+EXTRA=()
+for run in ${EXTRA_RUNS:-}; do EXTRA+=(--run "$run"); done
+for recipe in ${RECIPES//,/ } ${EXTRA_RUNS:-}; do
   case $recipe in
     bf16) continue ;;
     naive) spec="mxfp4:block=tensor,scale=fp32,rule=absmax,round=even"; gemms=() ;;
@@ -40,9 +43,9 @@ log "ahead-of-time compile: $((SECONDS - t0)) s; $(grep -c compiled "$OUT/compil
 t0=$SECONDS
 if [[ $GPUS -gt 1 ]]; then
   FP4JIT_LOG=debug torchrun --standalone --nproc-per-node "$GPUS" examples/train_gpt/train.py --recipes "$RECIPES" \
-    --out "$OUT" ${TRAIN_ARGS:-} >"$OUT/train.log" 2>&1
+    "${EXTRA[@]}" --out "$OUT" ${TRAIN_ARGS:-} >"$OUT/train.log" 2>&1
 else
-  FP4JIT_LOG=debug python3 examples/train_gpt/train.py --recipes "$RECIPES" --out "$OUT" ${TRAIN_ARGS:-} \
+  FP4JIT_LOG=debug python3 examples/train_gpt/train.py --recipes "$RECIPES" "${EXTRA[@]}" --out "$OUT" ${TRAIN_ARGS:-} \
     >"$OUT/train.log" 2>&1
 fi
 rc=$?

@@ -50,6 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--out", default="train_gpt_out", help="output folder (default: %(default)s)")
     p.add_argument("--recipes", default=",".join(RECIPES),
                    help="comma-separated runs, in order (default: %(default)s); bf16 first gives the gaps")
+    p.add_argument("--run", action="append", default=[], metavar="RECIPE",
+                   help="one more run after --recipes, with any recipe text, e.g. 'msfp4:w.dge=off' or "
+                        "'msfp4:x.occ=off,xt.occ=off' (an ablation); repeatable")
     p.add_argument("--preset", choices=sorted(PRESETS), default="default", help="model and run size")
     for key in ("d_model", "n_layers", "n_heads", "d_ff", "seq_len", "batch", "steps"):
         p.add_argument("--" + key.replace("_", "-"), type=int, help="overrides the preset's %s" % key)
@@ -72,11 +75,14 @@ def parse_args(argv=None):
             size[key] = getattr(args, key)
     args.size = size
     args.recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
-    if not args.recipes:
-        p.error("--recipes names no run")
     for r in args.recipes:
         if r not in RECIPES:
-            p.error("unknown run %r (valid: %s)" % (r, ", ".join(RECIPES)))
+            p.error("unknown run %r in --recipes (valid: %s; --run takes any recipe text)" % (r, ", ".join(RECIPES)))
+    args.recipes += [r.strip() for r in args.run if r.strip()]
+    if not args.recipes:
+        p.error("--recipes and --run name no run")
+    if len(set(args.recipes)) != len(args.recipes):
+        p.error("a run is named twice: %s" % ", ".join(args.recipes))
     return args
 
 
@@ -306,6 +312,11 @@ def main(argv=None):
     corpus = data.Corpus(args.corpus)
     if world.main:
         print("train_gpt: %s; %d process(es) on %s" % (corpus.describe(), world.world, world.device), flush=True)
+    for recipe in args.recipes:  # a bad recipe text fails now, not after the runs before it
+        if recipe not in ("bf16", "naive"):
+            import fp4jit
+
+            fp4jit.Recipe(recipe)
     rows, results, failed = [], [], []
     device = torch.cuda.get_device_name(world.device) if world.device.type == "cuda" else "CPU"
     for recipe in args.recipes:

@@ -104,6 +104,49 @@ class LinearVsFakeQuant(unittest.TestCase):
             torch.testing.assert_close(y.reshape(99, 64), y2, rtol=0, atol=0)
 
 
+class RowLocality(unittest.TestCase):
+    """Row t of Y = X W^T may depend on row t of X only (token t of a causal model must not see
+    later tokens). Every preset blocks X along K within a token, and the per-tensor amax of the
+    two-level recipes stays in the unchanged rows here, so changing the later rows of X must leave
+    the earlier rows of Y bit for bit, in training (quantize_pair) and evaluation (quantize)."""
+
+    def check(self, preset, device, tokens, fin, fout):
+        torch.manual_seed(5)
+        layer = fp4.Linear(fin, fout, bias=False, recipe=preset, device=device, dtype=torch.bfloat16)
+        x = torch.randn(tokens, fin, device=device, dtype=torch.bfloat16)
+        x.view(-1)[::97] *= 8.0  # outliers for OCC
+        x[0, 0] = 64.0  # the tensor's amax, in an unchanged row
+        half = tokens // 2
+        x2 = x.clone()
+        x2[half:] = torch.randn(tokens - half, fin, device=device, dtype=torch.bfloat16).clamp(-30, 30)
+        for mode in ("train", "eval"):
+            layer.train(mode == "train")
+            with torch.set_grad_enabled(mode == "train"):
+                xa, xb = x.clone().requires_grad_(mode == "train"), x2.clone().requires_grad_(mode == "train")
+                layer.step = 0
+                ya = layer(xa).detach()
+                layer.step = 0
+                yb = layer(xb).detach()
+            diff = (ya[:half].float() - yb[:half].float()).abs()
+            rows = torch.nonzero(diff.amax(1)).flatten()
+            self.assertEqual(rows.numel(), 0, "%s %s %s: rows %s of Y changed (max %.3g) when only rows >= %d of X did"
+                             % (preset, device, mode, rows[:8].tolist(), diff.max().item(), half))
+            self.assertFalse(torch.equal(ya[half:], yb[half:]), "%s %s %s: later rows unchanged" % (preset, device, mode))
+
+    def test_every_recipe(self):
+        for device in DEVICES:
+            for preset in PRESETS:
+                with self.subTest(device=device, preset=preset):
+                    self.check(preset, device, 256, 256, 128)
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
+    def test_training_shapes_on_cuda(self):
+        for preset in PRESETS:  # the shapes of examples/train_gpt's attention and MLP projections
+            for fin, fout in ((512, 1536), (1408, 512)):
+                with self.subTest(preset=preset, fin=fin, fout=fout):
+                    self.check(preset, "cuda", 8192, fin, fout)
+
+
 class Training(unittest.TestCase):
     def test_seeds_advance_each_step(self):
         device = DEVICES[-1]

@@ -173,6 +173,41 @@ class Compare(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
+class Causality(unittest.TestCase):
+    """The decoder's logits at position t must not depend on tokens after t, with every recipe
+    whose quantizers see one token at a time (mxfp4, msfp4, tetrajet: blocks along K within a
+    token; nvfp4 and ue5m3 also share one amax over the whole tensor, so a later token can move
+    every scale: not checked here)."""
+
+    def test_later_tokens_do_not_change_earlier_logits(self):
+        import torch
+
+        import fp4jit.torch as fp4
+        import model as gpt
+
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        for device in devices:
+            for recipe in ("bf16", "mxfp4", "msfp4", "tetrajet"):
+                with self.subTest(device=device, recipe=recipe):
+                    torch.manual_seed(0)
+                    cfg = gpt.Config(d_model=128, n_layers=2, n_heads=2, d_ff=256, seq_len=64)
+                    net = gpt.GPT(cfg).to(device)
+                    if recipe != "bf16":
+                        fp4.convert(net, recipe, keep="lm_head")
+                    x = torch.randint(0, 256, (8, 64), device=device)
+                    x2 = x.clone()
+                    x2[:, 40:] = torch.randint(0, 256, (8, 24), device=device)
+                    for training in (True, False):
+                        net.train(training)
+                        with torch.set_grad_enabled(training), torch.autocast(device, dtype=torch.bfloat16):
+                            a, b = net(x).detach(), net(x2).detach()
+                        self.assertTrue(torch.equal(a[:, :40], b[:, :40]),
+                                        "%s %s training=%s: logits before position 40 changed by %.3g" % (
+                                            device, recipe, training, (a[:, :40] - b[:, :40]).abs().max().item()))
+                        self.assertFalse(torch.equal(a[:, 40:], b[:, 40:]))
+
+
+@unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class SmokeRun(unittest.TestCase):
     """Every run of the example, a few steps on the CPU through the host backend."""
 
