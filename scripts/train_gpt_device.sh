@@ -26,13 +26,14 @@ log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -
 # d_ff), at the tokens of one rank.
 TOKENS=$((8192 / GPUS))
 t0=$SECONDS
+set -f  # run texts like nvfp4@blocks.7.* are not file patterns
 EXTRA=()
 for run in ${EXTRA_RUNS:-}; do EXTRA+=(--run "$run"); done
 for recipe in ${RECIPES//,/ } ${EXTRA_RUNS:-}; do
   case $recipe in
     bf16) continue ;;
     naive) spec="mxfp4:block=tensor,scale=fp32,rule=absmax,round=even"; gemms=() ;;
-    *) spec=$recipe
+    *) spec=${recipe%%@*}  # without the layers a run keeps in BF16
        gemms=(--gemm ${TOKENS}x1536x512 --gemm ${TOKENS}x512x512 --gemm ${TOKENS}x2816x512 --gemm ${TOKENS}x512x1408) ;;
   esac
   .carry/lib/fp4jit compile --arch sm_90a --recipe "$spec" --dtype bfloat16 --dtype float32 "${gemms[@]}" -q \

@@ -52,7 +52,8 @@ def parse_args(argv=None):
                    help="comma-separated runs, in order (default: %(default)s); bf16 first gives the gaps")
     p.add_argument("--run", action="append", default=[], metavar="RECIPE",
                    help="one more run after --recipes, with any recipe text, e.g. 'msfp4:w.dge=off' or "
-                        "'msfp4:x.occ=off,xt.occ=off' (an ablation); repeatable")
+                        "'msfp4:x.occ=off,xt.occ=off' (an ablation), optionally followed by @PATTERNS: layers "
+                        "this run also keeps in BF16 (e.g. 'nvfp4@blocks.7.*', NVFP4's BF16 last block); repeatable")
     p.add_argument("--preset", choices=sorted(PRESETS), default="default", help="model and run size")
     for key in ("d_model", "n_layers", "n_heads", "d_ff", "seq_len", "batch", "steps"):
         p.add_argument("--" + key.replace("_", "-"), type=int, help="overrides the preset's %s" % key)
@@ -221,7 +222,8 @@ def train_one(recipe, corpus, args, world, rows):
                      seq_len=s["seq_len"])
     torch.manual_seed(args.seed)  # the same initial weights for every run
     net = gpt.GPT(cfg).to(world.device)
-    swapped = 0 if recipe == "bf16" else to_fp4(net, recipe, args.keep)
+    name, _, extra_keep = recipe.partition("@")
+    swapped = 0 if name == "bf16" else to_fp4(net, name, ",".join(k for k in (args.keep, extra_keep) if k))
     params = gpt.count_parameters(net)
     model = net
     if world.world > 1:
@@ -313,10 +315,11 @@ def main(argv=None):
     if world.main:
         print("train_gpt: %s; %d process(es) on %s" % (corpus.describe(), world.world, world.device), flush=True)
     for recipe in args.recipes:  # a bad recipe text fails now, not after the runs before it
-        if recipe not in ("bf16", "naive"):
+        name = recipe.partition("@")[0]
+        if name not in ("bf16", "naive"):
             import fp4jit
 
-            fp4jit.Recipe(recipe)
+            fp4jit.Recipe(name)
     rows, results, failed = [], [], []
     device = torch.cuda.get_device_name(world.device) if world.device.type == "cuda" else "CPU"
     for recipe in args.recipes:

@@ -124,6 +124,12 @@ class Goals(unittest.TestCase):
         self.assertFalse(v["mxfp4 below the naive cast"])  # equal is not below
         self.assertFalse(v["nvfp4 below the naive cast"])
 
+    def test_runs_with_more_layers_kept_are_judged_too(self):
+        v = self.verdicts([result("bf16", 1.00), result("nvfp4", 1.03), result("nvfp4@blocks.7.*", 1.012),
+                           result("nvfp4x", 1.0)])
+        self.assertEqual(v, {"nvfp4 within 1.5% of BF16's validation loss": False,
+                             "nvfp4@blocks.7.* within 1.5% of BF16's validation loss": True})
+
     def test_divergence(self):
         v = self.verdicts([result("bf16", 1.0), result("nvfp4", float("nan"), train=float("nan")),
                            result("naive", None, train=float("inf"))])
