@@ -20,6 +20,7 @@ Without a GPU the same runs go through the host backend (use a small --preset sm
 """
 
 import argparse
+import contextlib
 import math
 import os
 import statistics
@@ -60,6 +61,9 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (AdamW)")
     p.add_argument("--warmup", type=float, default=0.05, help="warm-up, fraction of the steps")
     p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--micro-batches", type=int, default=1,
+                   help="gradient accumulation: each rank's batch in this many parts (a one-GPU run with 2 "
+                        "has the numerics of a two-GPU run)")
     p.add_argument("--clip", type=float, default=1.0, help="gradient norm clip")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--eval-every", type=int, default=50, help="steps between validation losses")
@@ -82,6 +86,8 @@ def parse_args(argv=None):
     args.recipes += [r.strip() for r in args.run if r.strip()]
     if not args.recipes:
         p.error("--recipes and --run name no run")
+    if args.micro_batches < 1 or size["batch"] % args.micro_batches:
+        p.error("--micro-batches %d does not divide the batch %d" % (args.micro_batches, size["batch"]))
     if len(set(args.recipes)) != len(args.recipes):
         p.error("a run is named twice: %s" % ", ".join(args.recipes))
     return args
@@ -233,6 +239,9 @@ def train_one(recipe, corpus, args, world, rows):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=world.device.type == "cuda")
     tokens_per_step = s["batch"] * s["seq_len"]
+    if (s["batch"] // world.world) % args.micro_batches:
+        raise ValueError("train_gpt: %d micro-batches do not divide a rank's batch of %d"
+                         % (args.micro_batches, s["batch"] // world.world))
     cuda = world.device.type == "cuda"
     step_ms = []
     last_val = None
@@ -248,11 +257,17 @@ def train_one(recipe, corpus, args, world, rows):
             start.record()
         else:
             t0 = time.perf_counter()
-        with torch.autocast(world.device.type, dtype=torch.bfloat16):
-            logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = 0.0
+        for i, (xm, ym) in enumerate(zip(x.chunk(args.micro_batches), y.chunk(args.micro_batches))):
+            # DDP all-reduces with the last micro-batch's backward only
+            sync = world.world == 1 or i == args.micro_batches - 1
+            with (contextlib.nullcontext() if sync else model.no_sync()):
+                with torch.autocast(world.device.type, dtype=torch.bfloat16):
+                    logits = model(xm)
+                part = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ym.reshape(-1)) / args.micro_batches
+                part.backward()
+            loss = loss + part.detach()
         gnorm = torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
         opt.step()
         if cuda:
@@ -302,6 +317,7 @@ def header(args, world, device, corpus, results):
            s["batch"], s["batch"] * s["seq_len"], s["steps"], args.lr, round(100 * args.warmup), args.seed,
            args.keep or "nothing"),
         "Corpus: %s." % corpus.describe(),
+    ] + (["Gradient accumulation: %d micro-batches a step." % args.micro_batches] if args.micro_batches > 1 else []) + [
         "Naive cast: `%s` (fake-quantized, FP32 products)." % NAIVE_RECIPE,
         "Step time: median of CUDA-event (CPU: wall-clock) times of a whole step (forward, backward, "
         "optimizer), the first 10 steps left out.",

@@ -237,6 +237,24 @@ class SmokeRun(unittest.TestCase):
                 self.assertRegex(table, r"\| %s \| \d\.\d{4} \|" % run)
             self.assertIn("Goals:", table)
 
+    def test_two_processes_match_two_micro_batches(self):
+        """DistributedDataParallel (torchrun, gloo on the CPU) over 2 ranks against one process
+        accumulating 2 micro-batches: the same global batch, split the same way."""
+        common = ["--preset", "smoke", "--device", "cpu", "--steps", "4", "--eval-every", "4", "--eval-batches", "1",
+                  "--final-eval-batches", "1", "--recipes", "bf16,mxfp4"]
+        with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+            script = os.path.join(EXAMPLE, "train.py")
+            proc = subprocess.run([sys.executable, script, "--micro-batches", "2", "--out", one] + common,
+                                  capture_output=True, text=True, timeout=600)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                                   script, "--out", two] + common, capture_output=True, text=True, timeout=600)
+            self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-3000:])
+            text, numbers = compare.compare(os.path.join(one, "losses.csv"), os.path.join(two, "losses.csv"))
+            self.assertEqual(sorted(numbers), ["bf16", "mxfp4"])
+            for run, n in numbers.items():
+                self.assertLess(n["max_abs"], 1e-4, text)
+
 
 if __name__ == "__main__":
     unittest.main()
