@@ -41,12 +41,33 @@ for recipe in ${RECIPES//,/ } ${EXTRA_RUNS:-}; do
 done
 log "ahead-of-time compile: $((SECONDS - t0)) s; $(grep -c compiled "$OUT/compile.log") recipe lines"
 
+# LR_SWEEP="2e-3 1e-3 5e-4": first the BF16 baseline alone at each peak learning rate; every run
+# then trains at the one with the lowest final validation loss (the baseline's best, the same for
+# every recipe).
+LR_ARGS=()
+if [[ -n "${LR_SWEEP:-}" ]]; then
+  best=""
+  for lr in $LR_SWEEP; do
+    t0=$SECONDS
+    python3 examples/train_gpt/train.py --recipes bf16 --lr "$lr" --out "/tmp/train_gpt_lr_$lr" ${TRAIN_ARGS:-} \
+      >"/tmp/train_gpt_lr_$lr.log" 2>&1
+    val=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["final_val_loss"])' \
+      "/tmp/train_gpt_lr_$lr/runs.json" 2>/dev/null || echo nan)
+    log "lr sweep: bf16 at lr $lr: final validation loss $val ($((SECONDS - t0)) s)"
+    if [[ $val != nan && $val != None ]] && { [[ -z $best ]] || python3 -c "import sys; sys.exit(not $val < $best_val)"; }; then
+      best=$lr best_val=$val
+    fi
+  done
+  [[ -n $best ]] && LR_ARGS=(--lr "$best") && log "lr sweep: every run trains at lr $best"
+fi
+
 t0=$SECONDS
 if [[ $GPUS -gt 1 ]]; then
   FP4JIT_LOG=debug torchrun --standalone --nproc-per-node "$GPUS" examples/train_gpt/train.py --recipes "$RECIPES" \
-    "${EXTRA[@]}" --out "$OUT" ${TRAIN_ARGS:-} >"$OUT/train.log" 2>&1
+    "${EXTRA[@]}" "${LR_ARGS[@]}" --out "$OUT" ${TRAIN_ARGS:-} >"$OUT/train.log" 2>&1
 else
-  FP4JIT_LOG=debug python3 examples/train_gpt/train.py --recipes "$RECIPES" "${EXTRA[@]}" --out "$OUT" ${TRAIN_ARGS:-} \
+  FP4JIT_LOG=debug python3 examples/train_gpt/train.py --recipes "$RECIPES" "${EXTRA[@]}" "${LR_ARGS[@]}" --out "$OUT" \
+    ${TRAIN_ARGS:-} \
     >"$OUT/train.log" 2>&1
 fi
 rc=$?

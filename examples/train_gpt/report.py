@@ -118,11 +118,13 @@ def plot(path, rows, runs):
         finite += [v for v in loss if math.isfinite(v)]
         k = min(20, len(loss))
         smooth = np.convolve(loss, np.ones(k) / k, mode="valid")
-        (line,) = ax1.plot(steps[k - 1:], smooth, label=run, lw=1.2)
+        vals = [row["val_loss"] for row in mine if row["val_loss"] != ""]
+        label = "%s (val %.3f)" % (run, vals[-1]) if vals and _finite(vals[-1]) else run
+        (line,) = ax1.plot(steps[k - 1:], smooth, label=label, lw=1.2)
         ev = [(row["step"] + 1, row["val_loss"]) for row in mine if row["val_loss"] != ""]
         if ev:
-            ax2.plot(*zip(*ev), marker="o", ms=3, label=run, color=line.get_color())
-    ax1.set(title="training loss (moving average of 20 steps)", xlabel="step", ylabel="cross-entropy (nats/byte)")
+            ax2.plot(*zip(*ev), marker="o", ms=3, label=label, color=line.get_color())
+    ax1.set(title="training loss (moving average of 20 steps; off-scale runs still in the legend)", xlabel="step", ylabel="cross-entropy (nats/byte)")
     ax2.set(title="validation loss", xlabel="step")
     for ax in (ax1, ax2):
         if finite:
