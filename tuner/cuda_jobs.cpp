@@ -72,14 +72,22 @@ class CudaGemmJob final : public GemmProblemJob {
     return out;
   }
 
+  // The operands' sources, made on the host (any thread, ahead of the device work).
+  void prepare_host() override {
+    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
+    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
+    source_a_ = random_source(sa.rows, sa.cols, DType::bf16, 11);
+    source_b_ = random_source(sb.rows, sb.cols, DType::bf16, 12);
+  }
+
   void prepare() override {
     const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
     const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
-    const std::vector<std::uint8_t> ha = random_source(sa.rows, sa.cols, DType::bf16, 11);
-    const std::vector<std::uint8_t> hb = random_source(sb.rows, sb.cols, DType::bf16, 12);
-    cuda::DeviceBuffer xa(ha.size()), xb(hb.size());
-    xa.upload(ha.data(), ha.size());
-    xb.upload(hb.data(), hb.size());
+    cuda::DeviceBuffer xa(source_a_.size()), xb(source_b_.size());
+    xa.upload(source_a_.data(), source_a_.size());
+    xb.upload(source_b_.data(), source_b_.size());
+    std::vector<std::uint8_t>().swap(source_a_);  // on the device from here on
+    std::vector<std::uint8_t>().swap(source_b_);
     const std::int64_t out_bytes = shape_.m * shape_.n * dtype_size(out_);
     const std::int64_t set_bytes = layouts_.a.code_bytes() + layouts_.b.code_bytes() + out_bytes;
     const int sets =
@@ -150,6 +158,7 @@ class CudaGemmJob final : public GemmProblemJob {
   DType out_;
   codegen::GemmSpec spec_;
   std::vector<CudaGemmCandidate> space_;
+  std::vector<std::uint8_t> source_a_, source_b_;  // bf16, from prepare_host() to prepare()
   std::unique_ptr<GemmReference> reference_;
   std::vector<std::unique_ptr<DeviceOperand>> a_, b_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> c_;
@@ -170,25 +179,30 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
     return out;
   }
 
-  void prepare() override {
-    const std::vector<std::uint8_t> x = random_source(rows_, cols_, in_, 21);
-    const bool occ = recipe_[role_].occ;
-    expected_ = std::make_unique<OperandBuffers>(layout_, occ);
+  // The source and the reference backend's result (host only: any thread, ahead of the device
+  // work; the reference quantize is the slowest part of the preparation).
+  void prepare_host() override {
+    source_ = random_source(rows_, cols_, in_, 21);
+    expected_ = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
     got_ = std::make_unique<OperandBuffers>(layout_, false);
     EngineOptions o;
     o.backend = BackendKind::reference;
     Engine ref(o);
-    ref.quantize(recipe_, role_,
-                 TensorView{const_cast<std::uint8_t*>(x.data()), in_, rows_, cols_, 0},
+    ref.quantize(recipe_, role_, TensorView{source_.data(), in_, rows_, cols_, 0},
                  expected_->view(), {.seed = 5});
+  }
+
+  void prepare() override {
+    const bool occ = recipe_[role_].occ;
     const auto set_bytes = static_cast<std::int64_t>(work());
     const int sets =
         static_cast<int>(std::clamp<std::int64_t>(2 * 50'000'000 / set_bytes + 1, 1, 8));
     for (int i = 0; i < sets; ++i) {
-      src_.push_back(std::make_unique<cuda::DeviceBuffer>(x.size()));
-      src_.back()->upload(x.data(), x.size());
+      src_.push_back(std::make_unique<cuda::DeviceBuffer>(source_.size()));
+      src_.back()->upload(source_.data(), source_.size());
       out_.push_back(std::make_unique<DeviceOperand>(layout_, occ));
     }
+    std::vector<std::uint8_t>().swap(source_);  // on the device from here on
   }
 
   void compile(const Candidate& c) override {
@@ -236,6 +250,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
   cuda::CudaBackend& backend_;
   std::vector<CudaQuantizeCandidate> space_;
+  std::vector<std::uint8_t> source_;  // from prepare_host() to prepare()
   std::unique_ptr<OperandBuffers> expected_;
   std::unique_ptr<OperandBuffers> got_;  // verify's copy of the result (each verify overwrites it)
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;

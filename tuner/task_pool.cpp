@@ -1,0 +1,70 @@
+#include "tuner/task_pool.hpp"
+
+#include <algorithm>
+
+namespace fp4jit::tuner {
+
+bool Task::try_run() {
+  if (taken_.exchange(true)) return false;
+  fn_();
+  promise_.set_value();
+  return true;
+}
+
+bool Task::cancel() {
+  if (taken_.exchange(true)) return false;
+  promise_.set_value();
+  return true;
+}
+
+void Task::wait() {
+  try_run();
+  done_.wait();
+}
+
+bool Task::done() const {
+  return done_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+TaskPool::TaskPool(int threads) {
+  for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { work(); });
+}
+
+TaskPool::~TaskPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    for (const std::shared_ptr<Task>& t : queue_) t->cancel();
+    queue_.clear();
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void TaskPool::push(std::shared_ptr<Task> task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) {
+      task->cancel();
+      return;
+    }
+    queue_.push_back(std::move(task));
+  }
+  ready_.notify_one();
+}
+
+void TaskPool::work() {
+  for (;;) {
+    std::shared_ptr<Task> task;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task->try_run();  // false: run (or cancelled) by a thread that needed it first
+  }
+}
+
+}  // namespace fp4jit::tuner
