@@ -1,7 +1,7 @@
 // The tuner's background threads: tasks (a candidate's compile, a job's host preparation) run in
-// the order they were queued. A thread that needs a task's result before a pool thread took it
-// runs the task itself instead of waiting idle, and a task not started yet can be cancelled
-// (its job is done, or tuning stopped).
+// the order they were queued, at a lower scheduling priority than the thread that measures. A
+// thread that needs a task's result before a pool thread took it runs the task itself instead of
+// waiting idle, and a task not started yet can be cancelled (its job is done, or tuning stopped).
 #pragma once
 #include <atomic>
 #include <condition_variable>

@@ -3,6 +3,9 @@
 // when its tune() ends, clearly slower candidates stop after min_repeats without changing the
 // winner, and a stopped candidate that could tie is measured in full.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +18,10 @@
 
 namespace fp4jit::tuner {
 namespace {
+
+int thread_nice() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
 
 // Waits until pred() holds; false after 20 s.
 template <class Pred>
@@ -43,6 +50,7 @@ class CountingJob : public TuneJob {
   }
   void prepare_host() override {
     host_thread = std::this_thread::get_id();
+    host_nice = thread_nice();
     ++host_prepared;
   }
   void prepare() override {
@@ -74,6 +82,7 @@ class CountingJob : public TuneJob {
   std::function<void()> during_run;
   std::atomic<int> host_prepared{0}, prepared{0}, compiled{0}, compiling{0};
   std::thread::id host_thread;
+  int host_nice = 0;
   std::mutex mutex;
   std::map<std::string, int> compiles;
   std::map<std::string, int> runs;  // measuring thread only
@@ -103,7 +112,8 @@ TEST(TunerSession, StagedJobsPrepareAndCompileWhileAnEarlierOneIsMeasured) {
   session.stage(b);
   EXPECT_EQ(session.tune(a).winner, "h");
   EXPECT_TRUE(b_ready_during_a) << "b was not prepared and compiled while a was measured";
-  EXPECT_NE(b.host_thread, std::this_thread::get_id());  // on the session's threads
+  EXPECT_NE(b.host_thread, std::this_thread::get_id());      // on the session's threads,
+  EXPECT_GE(b.host_nice, std::min(thread_nice() + 10, 19));  // below the measuring thread
   EXPECT_EQ(session.tune(b).winner, "h");
   EXPECT_EQ(b.prepared.load(), 1);
   EXPECT_EQ(b.host_prepared.load(), 1);
