@@ -10,7 +10,10 @@ namespace fp4jit::tuner {
 
 bool Task::try_run() {
   if (taken_.exchange(true)) return false;
-  fn_();
+  try {
+    fn_();
+  } catch (...) {  // fn keeps its errors; this only keeps the waiters from waiting forever
+  }
   promise_.set_value();
   return true;
 }

@@ -61,6 +61,8 @@ std::unique_ptr<Staged> list_candidates(TuneJob& job, const TuneOptions& options
         job.compile(s->candidates[i]);
       } catch (const std::exception& e) {
         c.error = e.what();
+      } catch (...) {
+        c.error = "compile failed (an exception of unknown type)";
       }
       c.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                  .count();
