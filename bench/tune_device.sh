@@ -9,7 +9,8 @@
 # Env: RECIPES (default "nvfp4 mxfp4"), MODEL (llama-7b), TOKENS (8192), PEERS (a peers.json from
 # ../shared/bench/peers.py, shown beside ours in the report) or PEERS_PY (that script: run here
 # first, over every GEMM shape of LLaMA-7B's layers), TUNE_ARGS (extra fp4jit tune options, e.g.
-# --max-candidates 12 where compiling dominates the wall time).
+# "--lookahead 0 --early-stop 0" to time the run without staging ahead and early stop, or
+# --max-candidates 12). The tune summary says where the measuring thread's time went.
 set -u
 FP4JIT=${FP4JIT:-build/fp4jit}
 OUT=${OUT:-/tmp/out}

@@ -39,7 +39,7 @@ struct CandidateResult {
   std::string config;      // the config's canonical text (a kernel config key)
   bool heuristic = false;  // the config the heuristic picks for this problem
   CandidateStatus status = CandidateStatus::ok;
-  std::string reason;      // why it failed (empty when ok)
+  std::string reason;      // why it failed; when ok, why it has fewer repeats (or empty)
   double median_ms = 0.0;  // ok only
   double noise = 0.0;      // relative spread of its repeats ((p75 - p25) / median)
   int repeats = 0;

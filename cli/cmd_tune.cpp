@@ -1,15 +1,14 @@
 // fp4jit tune [--backend auto|host|cuda] --recipe SPEC (--gemm G ... | --shapes FILE |
 //             --model NAME --tokens N) [--devices 0,1] [--out-dtype D] [--cache PATH]
-//             [--max-candidates N] [--budget-ms T] [--no-quantize] [--retune] [--json]
-//             [--report FILE.html [--peers FILE.json ...]]
+//             [--max-candidates N] [--budget-ms T] [--early-stop R] [--lookahead N]
+//             [--no-quantize] [--retune] [--json] [--report FILE.html [--peers FILE.json ...]]
 // Tunes every GEMM and quantize kernel of the workload for this device and
 // stores each result, with every candidate's time, in the kernel cache, where Engine finds it.
 // Resumable: problems already tuned for this device are skipped (--retune measures them again).
-#include <unistd.h>
-
+// On CUDA, the next problems' inputs, references and kernels are made while one is measured
+// (tuner::TuneSession).
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +18,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/tune_report.hpp"
+#include "cli/tune_run.hpp"
 #include "core/log.hpp"
 #include "runtime/backend.hpp"
 #include "tuner/workload.hpp"
@@ -43,68 +43,8 @@ struct TuneCliOptions {
   bool json = false, no_quantize = false, retune = false;
   int max_candidates = -1;  // -1: the backend's default
   double budget_ms = 0.0;   // 0: the default
-};
-
-// One problem of the workload.
-struct JobSpec {
-  bool gemm = true;
-  tuner::GemmProblem g;
-  tuner::QuantizeProblem q;
-};
-
-struct Outcome {
-  TuningRecord record;
-  bool cached = false;
-  std::string error;     // tuning failed: no record
-  bool skipped = false;  // the backend has no kernel for the problem (error says why)
-  bool done = false;     // taken by a device
-  std::string label;
-};
-
-// Progress on stderr: a bar redrawn in place on a terminal, one line per finished problem
-// otherwise. Thread-safe.
-class ProgressView {
- public:
-  ProgressView(std::size_t total) : total_(total), tty_(isatty(fileno(stderr)) != 0) {}
-  void candidate(const tuner::Progress& p) {
-    if (!tty_) return;
-    std::lock_guard lock(mutex_);
-    const int width = 24, filled = p.total > 0 ? width * p.done / p.total : width;
-    fmt::print(stderr, "\r[{}/{}] {:<32} [{}{}] {}/{}   ", done_ + 1, total_, p.job.substr(0, 32),
-               std::string(static_cast<std::size_t>(filled), '#'),
-               std::string(static_cast<std::size_t>(width - filled), '.'), p.done, p.total);
-    std::fflush(stderr);
-  }
-  void finished(const Outcome& o) {
-    std::lock_guard lock(mutex_);
-    ++done_;
-    if (tty_) fmt::print(stderr, "\r\033[K");
-    if (!o.error.empty()) {
-      fmt::print(stderr, "[{}/{}] {}: {}: {}\n", done_, total_, o.label,
-                 o.skipped ? "skipped" : "FAILED", o.error);
-    } else {
-      const TuningRecord& r = o.record;
-      int ok = 0, pruned = 0;
-      for (const auto& c : r.candidates) {
-        ok += c.status == CandidateStatus::ok ? 1 : 0;
-        pruned += c.status == CandidateStatus::pruned ? 1 : 0;
-      }
-      fmt::print(stderr,
-                 "[{}/{}] {}: {} ({} of {} measured candidates correct, {} pruned), winner {} "
-                 "{:.4f} ms{}\n",
-                 done_, total_, o.label, o.cached ? "already tuned" : "tuned", ok,
-                 static_cast<int>(r.candidates.size()) - pruned, pruned, r.winner, r.winner_ms,
-                 r.heuristic_ms > 0
-                     ? fmt::format(", {:.2f}x the heuristic", r.heuristic_ms / r.winner_ms)
-                     : "");
-    }
-    std::fflush(stderr);
-  }
-
- private:
-  std::mutex mutex_;
-  std::size_t total_, done_ = 0;
-  bool tty_;
+  double early_stop = 1.25;
+  int lookahead = -1;  // -1: the backend's default
 };
 
 double rate(const TuningRecord& r, double ms) {
@@ -131,6 +71,10 @@ nlohmann::json outcome_json(const Outcome& o) {
           {"cached", o.cached},
           {"error", o.error},
           {"skipped", o.skipped},
+          {"times_s",
+           {{"prepare", o.times.prepare},
+            {"compile_wait", o.times.compile_wait},
+            {"measure", o.times.measure}}},
           {"winner", r.winner},
           {"winner_ms", r.winner_ms},
           {"heuristic", r.heuristic},
@@ -161,41 +105,6 @@ std::vector<int> parse_devices(const std::string& text) {
     pos = end + 1;
   }
   return out;
-}
-
-// Runs the jobs of one backend instance from a shared queue.
-template <class MakeJob>
-void run_jobs(const std::vector<JobSpec>& specs, std::atomic<std::size_t>& next,
-              std::vector<Outcome>& outcomes, KernelCache& store, const tuner::TuneOptions& topts,
-              bool retune, ProgressView& view, MakeJob make_job) {
-  for (std::size_t i = next++; i < specs.size(); i = next++) {
-    Outcome& o = outcomes[i];
-    o.done = true;
-    try {
-      std::unique_ptr<tuner::TuneJob> job = make_job(specs[i]);
-      o.label = job->label();
-      if (!retune)
-        if (std::optional<TuningRecord> have = store.get_tuning(job->key())) {
-          o.record = *have;
-          o.cached = true;
-          view.finished(o);
-          continue;
-        }
-      o.record = tuner::tune(*job, topts, [&](const tuner::Progress& p) { view.candidate(p); });
-      if (!store.put_tuning(o.record))
-        warn("tune: the result for {} could not be stored in {}", o.label, store.path());
-    } catch (const Error& e) {
-      o.error = e.what();
-      o.skipped = e.kind() == ErrorKind::unsupported;
-      if (e.kind() == ErrorKind::driver) {  // this device is unusable: it takes no more problems
-        view.finished(o);
-        return;
-      }
-    } catch (const std::exception& e) {
-      o.error = e.what();
-    }
-    view.finished(o);
-  }
 }
 
 void run_tune(const TuneCliOptions& o) {
@@ -231,12 +140,19 @@ void run_tune(const TuneCliOptions& o) {
   if (!o.no_quantize)
     for (const tuner::QuantizeProblem& q : w.quantizes) specs.push_back({false, {}, q});
 
+  if (o.early_stop != 0.0 && o.early_stop < 1.0)
+    fail(ErrorKind::invalid_argument,
+         "tune --early-stop {}: give 0 (off) or a ratio of at least 1 to the best median",
+         o.early_stop);
   tuner::TuneOptions topts;
   topts.timing.budget_ms = o.budget_ms > 0 ? o.budget_ms : 100.0;
+  topts.timing.early_stop = o.early_stop;
   topts.max_candidates = o.max_candidates >= 0 ? o.max_candidates : (cuda ? 24 : 0);
   topts.overlap = cuda;  // host kernels run on the cores a compile would take
+  // Nothing runs beside a host measurement: no problem is staged ahead there.
+  const int lookahead = !cuda ? 0 : (o.lookahead >= 0 ? o.lookahead : 8);
   std::vector<Outcome> outcomes(specs.size());
-  std::atomic<std::size_t> next{0};
+  JobQueue queue(specs.size());
   ProgressView view(specs.size());
   Stopwatch wall;
   std::string device;
@@ -251,11 +167,12 @@ void run_tune(const TuneCliOptions& o) {
     if (!store.enabled())
       fail(ErrorKind::cache, "tune: the kernel cache {} cannot be used (see the warning above)",
            cache_path);
-    run_jobs(specs, next, outcomes, store, topts, o.retune, view, [&](const JobSpec& s) {
-      return s.gemm ? tuner::host_gemm_job(backend, recipe, s.g.op, s.g.shape)
-                    : tuner::host_quantize_job(backend, recipe, s.q.role, s.q.rows, s.q.cols,
-                                               DType::bf16);
-    });
+    run_jobs(specs, queue, outcomes, store, topts, lookahead, o.retune, view,
+             [&](const JobSpec& s) {
+               return s.gemm ? tuner::host_gemm_job(backend, recipe, s.g.op, s.g.shape)
+                             : tuner::host_quantize_job(backend, recipe, s.q.role, s.q.rows,
+                                                        s.q.cols, DType::bf16);
+             });
 #else
     fail(ErrorKind::unsupported,
          "tune --backend host: fp4jit was built without LLVM (the host backend)");
@@ -279,11 +196,12 @@ void run_tune(const TuneCliOptions& o) {
             device += (device.empty() ? "" : "; ") + backend.description();
           }
           KernelCache store(cache_path);
-          run_jobs(specs, next, outcomes, store, topts, o.retune, view, [&](const JobSpec& s) {
-            return s.gemm ? tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out)
-                          : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows, s.q.cols,
-                                                     DType::bf16);
-          });
+          run_jobs(specs, queue, outcomes, store, topts, lookahead, o.retune, view,
+                   [&](const JobSpec& s) {
+                     return s.gemm ? tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out)
+                                   : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows,
+                                                              s.q.cols, DType::bf16);
+                   });
         } catch (const Error& e) {
           std::lock_guard lock(error_mutex);
           if (first_error.empty()) first_error = fmt::format("device {}: {}", d, e.what());
@@ -311,8 +229,12 @@ void run_tune(const TuneCliOptions& o) {
                      {"wall_s", wall_s},        {"results", nlohmann::json::array()}};
   int failed = 0, skipped = 0, gemms = 0, faster = 0;
   double log_speedup = 0.0;
+  tuner::TuneTimes times;  // summed over the problems (per device thread)
   for (const Outcome& r : outcomes) {
     doc["results"].push_back(outcome_json(r));
+    times.prepare += r.times.prepare;
+    times.compile_wait += r.times.compile_wait;
+    times.measure += r.times.measure;
     if (!r.error.empty()) {
       failed += r.skipped ? 0 : 1;
       skipped += r.skipped ? 1 : 0;
@@ -325,6 +247,8 @@ void run_tune(const TuneCliOptions& o) {
       faster += s >= 1.1 ? 1 : 0;
     }
   }
+  doc["times_s"] = {
+      {"prepare", times.prepare}, {"compile_wait", times.compile_wait}, {"measure", times.measure}};
   if (o.json) {
     fmt::print("{}\n", doc.dump(1));
   } else {
@@ -351,6 +275,10 @@ void run_tune(const TuneCliOptions& o) {
         "GEMMs: geometric-mean speedup {:.3f}x over the heuristic, >= 1.1x on {} of {}\n",
         wall_s, outcomes.size(), failed, skipped, gemms > 0 ? std::exp(log_speedup / gemms) : 1.0,
         faster, gemms);
+    fmt::print(
+        "  measuring thread: {:.1f} s preparing, {:.1f} s waiting for compiles, {:.1f} s verifying "
+        "and timing\n",
+        times.prepare, times.compile_wait, times.measure);
   }
   if (!o.report.empty()) {
     std::vector<nlohmann::json> peers;
@@ -403,6 +331,15 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--max-candidates", o->max_candidates,
                   "Candidates measured per problem (default: all on the host, 24 on CUDA)");
   cmd->add_option("--budget-ms", o->budget_ms, "Measuring time per candidate (default 100 ms)");
+  cmd->add_option("--early-stop", o->early_stop,
+                  "Stop measuring a candidate whose fastest run after the minimum repeats is over "
+                  "R times the best median so far (0: measure every candidate in full)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--lookahead", o->lookahead,
+                  "Problems whose inputs, references and kernels are made while one is measured "
+                  "(default: 8 on CUDA, 0 on the host)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-quantize", o->no_quantize, "Tune the GEMMs only");
   cmd->add_flag("--retune", o->retune, "Measure problems that already have a result again");
   cmd->add_flag("--json", o->json, "Print the results (every candidate) as JSON");

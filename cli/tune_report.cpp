@@ -134,9 +134,12 @@ table{border-collapse:collapse;font-size:13px} td,th{padding:2px 8px;border-bott
         continue;
       }
       const bool h = c.value("heuristic", false);
+      std::string note =
+          config == winner ? (h ? "winner, heuristic" : "winner") : (h ? "heuristic" : "");
+      if (!c.value("reason", "").empty())
+        note += note.empty() ? "stopped early" : ", stopped early";
       bars.push_back(
-          {config, c.value("rate", 0.0), config == winner ? "#2a7" : (h ? "#e94" : "#9ab"),
-           config == winner ? (h ? "winner, heuristic" : "winner") : (h ? "heuristic" : "")});
+          {config, c.value("rate", 0.0), config == winner ? "#2a7" : (h ? "#e94" : "#9ab"), note});
     }
     std::stable_sort(bars.begin(), bars.end(),
                      [](const Bar& a, const Bar& b) { return a.value > b.value; });

@@ -1,6 +1,8 @@
 // The reference a GEMM candidate is verified against: the product of the dequantized operands
 // (reference backend) with double accumulation, on a deterministic sample of output rows (all
-// rows up to 32, else 32 spread over M), so that verification stays cheap for large shapes.
+// rows up to 32, else 32 spread over M), so that verification stays cheap for large shapes: only
+// those rows of A are dequantized, and B's rows are dequantized and multiplied on the host's
+// threads.
 #pragma once
 #include <optional>
 #include <string>
@@ -22,10 +24,21 @@ class GemmReference {
   // Same for a bfloat16 / float16 output (raw bits; `dtype` says which).
   std::optional<std::string> check(const std::uint16_t* c, DType dtype, std::int64_t ldc,
                                    double tolerance) const;
+  // The same from the sampled rows alone, packed [rows().size(), N]: row s is output row rows()[s]
+  // (a device result needs only these rows copied back).
+  std::optional<std::string> check_sampled(const float* rows, double tolerance) const;
+  std::optional<std::string> check_sampled(const std::uint16_t* rows, DType dtype,
+                                           double tolerance) const;
   const std::vector<std::int64_t>& rows() const { return rows_; }
+  const std::vector<double>& values() const { return ref_; }  // [rows().size(), N]
 
  private:
   std::optional<std::string> compare(const std::vector<double>& got, double tolerance) const;
+  // got[s * N + j] = output (rows_[s], j), read from row_at(s)[j].
+  template <class RowAt>
+  std::vector<double> gather_f32(RowAt row_at) const;
+  template <class RowAt>
+  std::vector<double> gather_16(RowAt row_at, DType dtype) const;
   GemmShape shape_;
   std::vector<std::int64_t> rows_;
   std::vector<double> ref_;  // [rows_.size(), N]

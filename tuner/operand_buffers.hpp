@@ -1,9 +1,7 @@
 // Host memory for one quantized operand of a layout, with the view the Engine takes.
 #pragma once
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "fp4jit/engine.hpp"
@@ -58,18 +56,9 @@ class OperandBuffers {
 };
 
 // Deterministic N(0, 1) values with a per-row scale (rows differ by up to 2^6), as `dtype`.
-inline std::vector<std::uint8_t> random_source(std::int64_t rows, std::int64_t cols, DType dtype,
-                                               std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix<float> m(rows, cols);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float s = std::exp2(static_cast<float>(r % 7) - 3.0f);
-    for (std::int64_t c = 0; c < cols; ++c) m(r, c) = normal(gen) * s;
-  }
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(rows * cols * dtype_size(dtype)));
-  from_matrix(m, TensorView{out.data(), dtype, rows, cols, 0});
-  return out;
-}
+// Element (r, c) follows from (seed, r, c) alone (Philox4x32-10, Box-Muller), so the rows are
+// made on `threads` host threads (0: all) and the values do not depend on their count.
+std::vector<std::uint8_t> random_source(std::int64_t rows, std::int64_t cols, DType dtype,
+                                        std::uint32_t seed, int threads = 0);
 
 }  // namespace fp4jit::tuner

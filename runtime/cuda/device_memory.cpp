@@ -55,6 +55,13 @@ void DeviceBuffer::download(void* dst, std::size_t bytes) const {
   if (bytes > 0) check(require_driver().memcpy_dtoh(dst, ptr_, bytes), "cuMemcpyDtoH");
 }
 
+void DeviceBuffer::download(void* dst, std::size_t bytes, std::size_t offset) const {
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    fail(ErrorKind::invalid_argument, "download of {} bytes at offset {} from a {}-byte buffer",
+         bytes, offset, bytes_);
+  if (bytes > 0) check(require_driver().memcpy_dtoh(dst, ptr_ + offset, bytes), "cuMemcpyDtoH");
+}
+
 void DeviceBuffer::fill(std::uint8_t value) {
   if (bytes_ == 0) return;
   const Driver& d = require_driver();

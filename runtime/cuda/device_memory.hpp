@@ -44,9 +44,10 @@ class DeviceBuffer {
     return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_));
   }
   std::size_t bytes() const { return bytes_; }
-  void upload(const void* src, std::size_t bytes);    // synchronous
-  void download(void* dst, std::size_t bytes) const;  // synchronous
-  void fill(std::uint8_t value);                      // synchronous
+  void upload(const void* src, std::size_t bytes);                        // synchronous
+  void download(void* dst, std::size_t bytes) const;                      // synchronous
+  void download(void* dst, std::size_t bytes, std::size_t offset) const;  // from byte `offset`
+  void fill(std::uint8_t value);                                          // synchronous
 
  private:
   CUdeviceptr ptr_ = 0;

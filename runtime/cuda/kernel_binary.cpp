@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "runtime/cuda/embedded.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "runtime/single_flight.hpp"
 
 namespace fp4jit::cuda {
 
@@ -42,6 +44,23 @@ void dump(const codegen::KernelSource& k, const KernelBinary& b, const std::stri
       "\noptions: " + codegen::join_options(codegen::compile_options(k.target)) +
       "\nfrom_cache: " + (b.from_cache ? "yes" : "no") + "\nlog:\n" + log + "\n";
   write_file(stem.string() + ".txt", info.data(), info.size());
+}
+
+std::optional<KernelBinary> cached_binary(const codegen::KernelSource& kernel,
+                                          const std::string& hash, KernelCache* cache) {
+  if (cache == nullptr || !cache->enabled()) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<CacheEntry> hit = cache->get(hash);
+  if (!hit || hit->binary.empty() || hit->symbol.empty()) return std::nullopt;
+  KernelBinary b;
+  b.key_hash = hash;
+  b.cubin = std::move(hit->binary);
+  b.symbol = std::move(hit->symbol);
+  b.from_cache = true;
+  b.lookup_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  dump(kernel, b, "", "");
+  return b;
 }
 
 }  // namespace
@@ -82,30 +101,26 @@ bool store_kernel(KernelCache& cache, const codegen::KernelSource& kernel,
 
 KernelBinary kernel_binary(const codegen::KernelSource& kernel, KernelCache* cache) {
   const std::string hash = kernel_key_hash(kernel);
-  if (cache != nullptr && cache->enabled()) {
-    const auto start = std::chrono::steady_clock::now();
-    std::optional<CacheEntry> hit = cache->get(hash);
-    if (hit && !hit->binary.empty() && !hit->symbol.empty()) {
-      KernelBinary b;
-      b.key_hash = hash;
-      b.cubin = std::move(hit->binary);
-      b.symbol = std::move(hit->symbol);
-      b.from_cache = true;
-      b.lookup_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      dump(kernel, b, "", "");
-      return b;
-    }
-  }
+  if (std::optional<KernelBinary> hit = cached_binary(kernel, hash, cache)) return std::move(*hit);
   if (env_on("FP4JIT_NO_COMPILE"))
     fail(ErrorKind::cache, "FP4JIT_NO_COMPILE is set and kernel {} ({}) is not in the cache{}: {}",
          kernel.op, hash.substr(0, 16),
          cache != nullptr ? " " + cache->path() : std::string(" (no cache)"), kernel.key_text);
-  KernelBinary b = compile_kernel(kernel);
-  debug("compiled {} in {:.1f} ms: {}", kernel.op, b.compile_ms, kernel.key_text);
-  if (cache != nullptr && cache->enabled()) store_kernel(*cache, kernel, b);
-  return b;
+  // Keyed by the cache too: a caller of another cache gets the kernel stored there as well.
+  static SingleFlight<std::string, KernelBinary> in_flight;
+  const std::string flight_key =
+      hash + "@" + (cache != nullptr && cache->enabled() ? cache->path() : std::string());
+  SingleFlight<std::string, KernelBinary>::Result r = in_flight.run(flight_key, [&] {
+    // Stored by a compile that finished between the lookup above and this flight?
+    if (std::optional<KernelBinary> hit = cached_binary(kernel, hash, cache))
+      return std::move(*hit);
+    KernelBinary b = compile_kernel(kernel);
+    debug("compiled {} in {:.1f} ms: {}", kernel.op, b.compile_ms, kernel.key_text);
+    if (cache != nullptr && cache->enabled()) store_kernel(*cache, kernel, b);
+    return b;
+  });
+  r.value.shared = r.shared;
+  return std::move(r.value);
 }
 
 }  // namespace fp4jit::cuda

@@ -19,7 +19,8 @@ struct KernelBinary {
   std::vector<std::uint8_t> cubin;
   std::string symbol;  // lowered name
   bool from_cache = false;
-  double compile_ms = 0.0;  // NVRTC time when compiled now
+  bool shared = false;      // compiled by another thread that asked for the same kernel at once
+  double compile_ms = 0.0;  // NVRTC time when compiled now (by this caller or the one it shared)
   double lookup_ms = 0.0;   // cache lookup time
 };
 
@@ -27,7 +28,9 @@ struct KernelBinary {
 // the embedded templates' hash.
 std::string kernel_key_hash(const codegen::KernelSource& kernel);
 
-// From `cache` (may be null or disabled), else compiled (and stored into `cache`).
+// From `cache` (may be null or disabled), else compiled (and stored into `cache`). A kernel is
+// compiled once at a time in a process: callers asking for the same key and cache while it
+// compiles wait and take its binary (`shared`).
 KernelBinary kernel_binary(const codegen::KernelSource& kernel, KernelCache* cache);
 
 // Compiles without looking at any cache (ahead-of-time compilation in parallel; cold timings).

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include <unistd.h>
 
@@ -198,6 +199,29 @@ TEST_F(TempCache, AheadOfTimeThenFullyCached) {
     EXPECT_EQ(e.kind(), ErrorKind::cache);
     EXPECT_NE(std::string(e.what()).find("FP4JIT_NO_COMPILE"), std::string::npos);
   }
+}
+
+// Threads asking at once for a kernel that is not cached compile it once; the others take that
+// binary (shared) or, arriving after it was stored, the cached one.
+TEST_F(TempCache, ConcurrentRequestsForOneKernelCompileItOnce) {
+  KernelCache cache((dir_ / "cache.db").string());
+  ASSERT_TRUE(cache.enabled());
+  const std::array<DType, 1> dtypes{DType::bf16};
+  const codegen::KernelSource k =
+      cuda::recipe_kernels(parse_recipe("nvfp4"), "sm_90a", dtypes).front();
+  std::vector<cuda::KernelBinary> got(3);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = cuda::kernel_binary(k, &cache); });
+  for (auto& t : threads) t.join();
+  int compiled = 0;
+  for (const auto& b : got) {
+    compiled += !b.from_cache && !b.shared ? 1 : 0;
+    EXPECT_EQ(b.cubin, got.front().cubin);
+    EXPECT_EQ(b.symbol, got.front().symbol);
+  }
+  EXPECT_EQ(compiled, 1);
+  EXPECT_EQ(cache.list().size(), 1u);
 }
 
 TEST(NoGpu, EngineFallsBackAndCudaSaysWhy) {
