@@ -10,20 +10,12 @@
 #include <vector>
 
 #include "runtime/single_flight.hpp"
+#include "tests/unit/eventually.hpp"
 
 namespace fp4jit {
 namespace {
 
-// Waits until pred() holds; false after 20 s.
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using fp4jit::test_util::eventually;
 
 TEST(SingleFlight, CallersOfOneKeyAtOnceShareOneComputation) {
   SingleFlight<std::string, int> flights;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "tests/unit/eventually.hpp"
 #include "tuner/tuner.hpp"
 
 namespace fp4jit::tuner {
@@ -23,16 +24,7 @@ int thread_nice() {
   return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
 }
 
-// Waits until pred() holds; false after 20 s.
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using fp4jit::test_util::eventually;
 
 // A job of fixed candidates and times (ms per config), counting what the session does with it.
 class CountingJob : public TuneJob {
