@@ -37,7 +37,8 @@ template <class Config>
 __global__ void __launch_bounds__(256) occ_transpose(const OccTransposeArgs a) {
   using Bits = typename Bits<Config::kIn>::type;
   __shared__ Bits tile[32][33];
-  const long long r0 = static_cast<long long>(blockIdx.y) * 32, c0 = static_cast<long long>(blockIdx.x) * 32;
+  const long long r0 = static_cast<long long>(blockIdx.y) * 32,
+                  c0 = static_cast<long long>(blockIdx.x) * 32;
   const int tx = threadIdx.x & 31, ty = threadIdx.x / 32;
   const Bits* w = static_cast<const Bits*>(a.w);
   Bits* wt = static_cast<Bits*>(a.wt);
@@ -58,8 +59,10 @@ __device__ __forceinline__ long long lower_bound(const long long* idx, long long
   long long lo = 0, hi = n;
   while (lo < hi) {
     const long long mid = (lo + hi) / 2;
-    if (idx[mid] < key) lo = mid + 1;
-    else hi = mid;
+    if (idx[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }

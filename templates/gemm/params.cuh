@@ -1,7 +1,8 @@
 // Runtime arguments of the FP4 GEMM kernels (sm90/ and sm100/), one struct passed by value, and
 // the output types. Plain C++: the host library fills it.
 //
-// C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized (core/quantized.hpp):
+// C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized
+// (core/quantized.hpp):
 //   D = alpha * factor * (A B^T) [+ bias[n]] [+ beta * C]
 // factor: the scales the kernel does not apply inside the product (per-row scales of ms, the
 // tensor scales 1 / (s_enc_a s_enc_b) of two-level recipes, A's per-tensor scale of ms_grad).
