@@ -8,6 +8,7 @@
 
 #include "cache/cache.hpp"
 #include "runtime/tuning_keys.hpp"
+#include "tests/temp_dir_test.hpp"
 #include "tuner/gemm_check.hpp"
 #include "tuner/host_jobs.hpp"
 #include "tuner/host_space.hpp"
@@ -18,16 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TunerHost : public testing::Test {
+class TunerHost : public test_util::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           fmt::format("fp4jit-tuner-host-{}-{}", getpid(),
-                       testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  TunerHost() : TempDirTest("fp4jit-tuner-host") {}
   std::string db() const { return (dir_ / "cache.db").string(); }
   static TuneOptions quick() {
     TuneOptions o;
@@ -38,7 +32,6 @@ class TunerHost : public testing::Test {
     o.timing.max_repeats = 3;
     return o;
   }
-  fs::path dir_;
 };
 
 bool cache_has_kernel_with(KernelCache& cache, const std::string& text) {

@@ -13,28 +13,16 @@
 
 #include "cache/cache.hpp"
 #include "core/log.hpp"
+#include "tests/temp_dir_test.hpp"
 
 namespace fp4jit {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CacheTest : public testing::Test {
+class CacheTest : public test_util::WarningsTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           fmt::format("fp4jit-cache-test-{}-{}", getpid(),
-                       testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    previous_ = set_log_sink([this](LogLevel level, std::string_view m) {
-      if (level == LogLevel::warning) warnings_.emplace_back(m);
-    });
-  }
-  void TearDown() override {
-    set_log_sink(previous_);
-    fs::remove_all(dir_);
-  }
+  CacheTest() : WarningsTest("fp4jit-cache-test") {}
   std::string db_path() const { return (dir_ / "cache.db").string(); }
   std::vector<std::string> files_starting(const std::string& prefix) const {
     std::vector<std::string> out;
@@ -57,19 +45,9 @@ class CacheTest : public testing::Test {
     e.compile_ms = 12.5;
     return e;
   }
-  static void sql(const std::string& path, const std::string& statement) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
-    sqlite3_close(db);
-    ASSERT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  }
-
-  fs::path dir_;
-  LogSink previous_;
-  std::vector<std::string> warnings_;
 };
+
+using test_util::sql;
 
 TEST_F(CacheTest, MissThenHitThenPersistsAcrossOpens) {
   const CacheEntry e = entry("a");

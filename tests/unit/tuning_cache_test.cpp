@@ -13,6 +13,7 @@
 #include "cache/bundle.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "tests/temp_dir_test.hpp"
 
 namespace fp4jit {
 namespace {
@@ -54,34 +55,11 @@ CacheEntry binary(const std::string& key, const std::string& target = "sm_90a",
   return e;
 }
 
-void sql(const std::string& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
-  const std::string message = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
+using test_util::sql;
 
-class TuningCacheTest : public testing::Test {
+class TuningCacheTest : public test_util::WarningsTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           fmt::format("fp4jit-tuning-cache-{}-{}", getpid(),
-                       testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    previous_ = set_log_sink([this](LogLevel level, std::string_view m) {
-      if (level == LogLevel::warning) warnings_.emplace_back(m);
-    });
-  }
-  void TearDown() override {
-    set_log_sink(previous_);
-    fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  TuningCacheTest() : WarningsTest("fp4jit-tuning-cache") {}
   // A cache with two tunings of one model, one of another, and binaries of two compilers.
   void fill(KernelCache& cache) {
     ASSERT_TRUE(cache.put_tuning(record("gemm fprop m<=8192 n=4096 k=4096 out=bf16")));
@@ -92,9 +70,6 @@ class TuningCacheTest : public testing::Test {
     ASSERT_TRUE(cache.put(binary("bb")));
     ASSERT_TRUE(cache.put(binary("old", "sm_90a", "nvrtc 12.8")));
   }
-  fs::path dir_;
-  LogSink previous_;
-  std::vector<std::string> warnings_;
 };
 
 TEST_F(TuningCacheTest, StoresEveryCandidateAndReplacesByKey) {
