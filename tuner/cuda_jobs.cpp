@@ -67,27 +67,18 @@ class CudaGemmJob final : public GemmProblemJob {
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = cuda_gemm_space(spec_, shape_.m, backend_.device().sm_count, backend_.device().target,
                              pruned);
-    std::vector<Candidate> out;
-    for (const CudaGemmCandidate& c : space_) out.push_back(c.candidate);
-    return out;
+    return candidates_of(space_);
   }
 
   // The operands' sources, made on the host (any thread, ahead of the device work).
-  void prepare_host() override {
-    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
-    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
-    source_a_ = random_source(sa.rows, sa.cols, DType::bf16, 11);
-    source_b_ = random_source(sb.rows, sb.cols, DType::bf16, 12);
-  }
+  void prepare_host() override { sources_ = make_sources(); }
 
   void prepare() override {
-    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
-    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
-    cuda::DeviceBuffer xa(source_a_.size()), xb(source_b_.size());
-    xa.upload(source_a_.data(), source_a_.size());
-    xb.upload(source_b_.data(), source_b_.size());
-    std::vector<std::uint8_t>().swap(source_a_);  // on the device from here on
-    std::vector<std::uint8_t>().swap(source_b_);
+    const OperandShape sa = sources_.a, sb = sources_.b;
+    cuda::DeviceBuffer xa(sources_.xa.size()), xb(sources_.xb.size());
+    xa.upload(sources_.xa.data(), sources_.xa.size());
+    xb.upload(sources_.xb.data(), sources_.xb.size());
+    sources_ = {};  // on the device from here on
     const std::int64_t out_bytes = shape_.m * shape_.n * dtype_size(out_);
     const std::int64_t set_bytes = layouts_.a.code_bytes() + layouts_.b.code_bytes() + out_bytes;
     const int sets =
@@ -109,14 +100,14 @@ class CudaGemmJob final : public GemmProblemJob {
   }
 
   void compile(const Candidate& c) override {
-    const CudaGemmCandidate& g = find(c);
+    const CudaGemmCandidate& g = entry_of(space_, c);
     cuda::kernel_binary(codegen::gemm_kernel(spec_, g.choice, backend_.device().target),
                         backend_.cache());
   }
 
   std::optional<std::string> verify(const Candidate& c) override {
     c_[0]->fill(0xff);  // NaN patterns: a tile left unwritten fails the check
-    launch(find(c), 0);
+    launch(entry_of(space_, c), 0);
     cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (GEMM candidate)");
     // Only the rows the reference samples come back (32 rows, not the whole [M, N] output).
     const std::vector<std::int64_t>& rows = reference_->rows();
@@ -134,16 +125,11 @@ class CudaGemmJob final : public GemmProblemJob {
   bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
 
   double run_ms(const Candidate& c, int iteration) override {
-    const CudaGemmCandidate& g = find(c);
+    const CudaGemmCandidate& g = entry_of(space_, c);
     return timer_.ms([&] { launch(g, iteration); });
   }
 
  private:
-  const CudaGemmCandidate& find(const Candidate& c) const {
-    for (const CudaGemmCandidate& g : space_)
-      if (g.candidate.config == c.config) return g;
-    fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
-  }
   void launch(const CudaGemmCandidate& g, int iteration) {
     const auto s = static_cast<std::size_t>(iteration) % a_.size();
     backend_.launch_gemm(recipe_, op_, a_[s]->view(), b_[s]->view(), shape_,
@@ -158,7 +144,7 @@ class CudaGemmJob final : public GemmProblemJob {
   DType out_;
   codegen::GemmSpec spec_;
   std::vector<CudaGemmCandidate> space_;
-  std::vector<std::uint8_t> source_a_, source_b_;  // bf16, from prepare_host() to prepare()
+  Sources sources_;  // from prepare_host() to prepare()
   std::unique_ptr<GemmReference> reference_;
   std::vector<std::unique_ptr<DeviceOperand>> a_, b_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> c_;
@@ -174,22 +160,15 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned);
-    std::vector<Candidate> out;
-    for (const CudaQuantizeCandidate& c : space_) out.push_back(c.candidate);
-    return out;
+    return candidates_of(space_);
   }
 
   // The source and the reference backend's result (host only: any thread, ahead of the device
   // work; the reference quantize is the slowest part of the preparation).
   void prepare_host() override {
-    source_ = random_source(rows_, cols_, in_, 21);
-    expected_ = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
+    source_ = make_source();
+    expected_ = reference_result(source_);
     got_ = std::make_unique<OperandBuffers>(layout_, false);
-    EngineOptions o;
-    o.backend = BackendKind::reference;
-    Engine ref(o);
-    ref.quantize(recipe_, role_, TensorView{source_.data(), in_, rows_, cols_, 0},
-                 expected_->view(), {.seed = 5});
   }
 
   void prepare() override {
@@ -206,7 +185,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
   }
 
   void compile(const Candidate& c) override {
-    const CudaQuantizeCandidate& q = find(c);
+    const CudaQuantizeCandidate& q = entry_of(space_, c);
     cuda::DeviceInfo d = backend_.device();
     d.rows_config = q.config.rows ? &*q.config.rows : nullptr;
     d.tile_config = q.config.tile ? &*q.config.tile : nullptr;
@@ -217,7 +196,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
   std::optional<std::string> verify(const Candidate& c) override {
     out_[0]->codes.fill(0xee);
-    run(find(c), 0);
+    run(entry_of(space_, c), 0);
     cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (quantize candidate)");
     out_[0]->download(layout_, *got_);
     if (got_->same_values_as(*expected_, layout_.two_level)) return std::nullopt;
@@ -229,16 +208,11 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
   bool healthy() override { return cuda::require_driver().ctx_synchronize() == CUDA_SUCCESS; }
 
   double run_ms(const Candidate& c, int iteration) override {
-    const CudaQuantizeCandidate& q = find(c);
+    const CudaQuantizeCandidate& q = entry_of(space_, c);
     return timer_.ms([&] { run(q, iteration); });
   }
 
  private:
-  const CudaQuantizeCandidate& find(const Candidate& c) const {
-    for (const CudaQuantizeCandidate& q : space_)
-      if (q.candidate.config == c.config) return q;
-    fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
-  }
   void run(const CudaQuantizeCandidate& q, int iteration) {
     const auto s = static_cast<std::size_t>(iteration) % src_.size();
     backend_.quantize_with(&q.config, recipe_, role_,

@@ -24,9 +24,7 @@ int rotation_sets(std::int64_t set_bytes) {
 namespace {
 
 host::HostConfig find_config(const std::vector<HostCandidate>& space, const Candidate& c) {
-  for (const HostCandidate& h : space)
-    if (h.candidate.config == c.config) return h.config;
-  fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+  return entry_of(space, c).config;
 }
 
 class HostGemmJob final : public GemmProblemJob {
@@ -37,21 +35,18 @@ class HostGemmJob final : public GemmProblemJob {
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = host_gemm_space(backend_.config(), backend_.kernels().target().vector_bits, shape_.m,
                              shape_.n, shape_.k, pruned);
-    std::vector<Candidate> out;
-    for (const HostCandidate& h : space_) out.push_back(h.candidate);
-    return out;
+    return candidates_of(space_);
   }
 
   void prepare() override {
-    const OperandShape sa = gemm_source_shape(roles_.a, shape_.m, shape_.k);
-    const OperandShape sb = gemm_source_shape(roles_.b, shape_.n, shape_.k);
-    std::vector<std::uint8_t> xa = random_source(sa.rows, sa.cols, DType::bf16, 11);
-    std::vector<std::uint8_t> xb = random_source(sb.rows, sb.cols, DType::bf16, 12);
+    Sources src = make_sources();
     OperandBuffers a(layouts_.a, recipe_[roles_.a].occ), b(layouts_.b, recipe_[roles_.b].occ);
-    backend_.quantize(recipe_, roles_.a, TensorView{xa.data(), DType::bf16, sa.rows, sa.cols, 0},
-                      a.view(), {.seed = 1}, nullptr);
-    backend_.quantize(recipe_, roles_.b, TensorView{xb.data(), DType::bf16, sb.rows, sb.cols, 0},
-                      b.view(), {.seed = 2}, nullptr);
+    backend_.quantize(recipe_, roles_.a,
+                      TensorView{src.xa.data(), DType::bf16, src.a.rows, src.a.cols, 0}, a.view(),
+                      {.seed = 1}, nullptr);
+    backend_.quantize(recipe_, roles_.b,
+                      TensorView{src.xb.data(), DType::bf16, src.b.rows, src.b.cols, 0}, b.view(),
+                      {.seed = 2}, nullptr);
     reference_ = std::make_unique<GemmReference>(recipe_, op_, shape_, a.view(), b.view());
     const int sets = rotation_sets(a.bytes() + b.bytes() + shape_.m * shape_.n * 4);
     for (int i = 0; i < sets; ++i) {
@@ -101,20 +96,12 @@ class HostQuantizeJob final : public QuantizeProblemJob {
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = host_quantize_space(backend_.config(), backend_.kernels().target().vector_bits,
                                  layout_.rows, pruned);
-    std::vector<Candidate> out;
-    for (const HostCandidate& h : space_) out.push_back(h.candidate);
-    return out;
+    return candidates_of(space_);
   }
 
   void prepare() override {
-    const std::vector<std::uint8_t> x = random_source(rows_, cols_, in_, 21);
-    expected_ = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
-    EngineOptions o;
-    o.backend = BackendKind::reference;
-    Engine ref(o);
-    ref.quantize(recipe_, role_,
-                 TensorView{const_cast<std::uint8_t*>(x.data()), in_, rows_, cols_, 0},
-                 expected_->view(), {.seed = 5});
+    const std::vector<std::uint8_t> x = make_source();
+    expected_ = reference_result(x);
     const int sets = rotation_sets(static_cast<std::int64_t>(x.size()) + expected_->bytes());
     for (int i = 0; i < sets; ++i) {
       src_.push_back(x);

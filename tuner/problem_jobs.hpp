@@ -4,14 +4,36 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/names.hpp"
 #include "runtime/tuning_keys.hpp"
+#include "tuner/operand_buffers.hpp"
 #include "tuner/tuner.hpp"
 
 namespace fp4jit::tuner {
+
+// The candidates of a backend's space (entries with a `candidate` member), in the space's order.
+template <class Space>
+std::vector<Candidate> candidates_of(const Space& space) {
+  std::vector<Candidate> out;
+  out.reserve(space.size());
+  for (const auto& entry : space) out.push_back(entry.candidate);
+  return out;
+}
+
+// The entry of `space` that candidate `c` came from.
+template <class Space>
+const typename Space::value_type& entry_of(const Space& space, const Candidate& c) {
+  for (const auto& entry : space)
+    if (entry.candidate.config == c.config) return entry;
+  fail(ErrorKind::internal, "candidate {} is not in its space", c.config);
+}
 
 class GemmProblemJob : public TuneJob {
  public:
@@ -28,6 +50,21 @@ class GemmProblemJob : public TuneJob {
   std::string unit() const override { return "TFLOP/s"; }
 
  protected:
+  // The BF16 tensors A and B are quantized from, random with fixed seeds, and their shapes.
+  struct Sources {
+    OperandShape a, b;
+    std::vector<std::uint8_t> xa, xb;
+  };
+  Sources make_sources() const {
+    Sources s{gemm_source_shape(roles_.a, shape_.m, shape_.k),
+              gemm_source_shape(roles_.b, shape_.n, shape_.k),
+              {},
+              {}};
+    s.xa = random_source(s.a.rows, s.a.cols, DType::bf16, 11);
+    s.xb = random_source(s.b.rows, s.b.cols, DType::bf16, 12);
+    return s;
+  }
+
   GemmProblemJob(const Recipe& recipe, GemmOp op, const GemmShape& shape)
       : recipe_(recipe),
         op_(op),
@@ -61,6 +98,20 @@ class QuantizeProblemJob : public TuneJob {
   std::string unit() const override { return "GB/s"; }
 
  protected:
+  // The source tensor, random with a fixed seed.
+  std::vector<std::uint8_t> make_source() const { return random_source(rows_, cols_, in_, 21); }
+  // What the reference backend makes of `source`: the result every candidate must match.
+  std::unique_ptr<OperandBuffers> reference_result(const std::vector<std::uint8_t>& source) const {
+    auto expected = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
+    EngineOptions o;
+    o.backend = BackendKind::reference;
+    Engine ref(o);
+    ref.quantize(recipe_, role_,
+                 TensorView{const_cast<std::uint8_t*>(source.data()), in_, rows_, cols_, 0},
+                 expected->view(), {.seed = 5});
+    return expected;
+  }
+
   // `rows` x `cols`: the operand's source tensor (core/gemm.hpp gemm_source_shape).
   QuantizeProblemJob(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols,
                      DType in)
