@@ -20,6 +20,7 @@
 #include "cli/tune_report.hpp"
 #include "cli/tune_run.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "runtime/backend.hpp"
 #include "tuner/workload.hpp"
 
@@ -88,11 +89,8 @@ nlohmann::json outcome_json(const Outcome& o) {
 
 std::vector<int> parse_devices(const std::string& text) {
   std::vector<int> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
+  for (const std::string_view piece : split(text)) {
+    const std::string item(piece);
     try {
       std::size_t used = 0;
       const int d = std::stoi(item, &used);
@@ -102,7 +100,6 @@ std::vector<int> parse_devices(const std::string& text) {
       fail(ErrorKind::invalid_argument,
            "--devices '{}': '{}' is not a device number (e.g. --devices 0,1)", text, item);
     }
-    pos = end + 1;
   }
   return out;
 }

@@ -1,7 +1,8 @@
 #include "core/gemm.hpp"
 
+#include "core/text.hpp"
+
 #include <array>
-#include <charconv>
 
 namespace fp4jit {
 
@@ -11,8 +12,7 @@ constexpr std::array<Named<GemmOp>, 3> kGemmOpNames{
     {{GemmOp::fprop, "fprop"}, {GemmOp::dgrad, "dgrad"}, {GemmOp::wgrad, "wgrad"}}};
 
 bool parse_dim(std::string_view text, std::int64_t& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && out > 0;
+  return parse_number(text, &out) && out > 0;
 }
 
 }  // namespace

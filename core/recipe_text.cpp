@@ -5,6 +5,7 @@
 
 #include "core/recipe.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 
 namespace fp4jit {
 
@@ -30,14 +31,6 @@ constexpr std::string_view kRecipeKeys =
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view valid) {
   fail(ErrorKind::recipe, "recipe key '{}': invalid value '{}' (valid: {})", key, value, valid);
-}
-
-template <typename T>
-bool parse_number(std::string_view text, T* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
 }
 
 bool parse_switch(std::string_view key, std::string_view value) {
@@ -264,11 +257,8 @@ Recipe parse_recipe(std::string_view text) {
     fail(ErrorKind::recipe, "unknown recipe preset '{}' (valid: {})", preset_name, preset_names());
   Recipe recipe = preset->make();
   if (colon != std::string_view::npos) {
-    std::string_view rest = text.substr(colon + 1);
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string_view item = trim(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    for (const std::string_view raw : split(text.substr(colon + 1))) {
+      const std::string_view item = trim(raw);
       if (item.empty()) continue;
       const auto eq = item.find('=');
       if (eq == std::string_view::npos)

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "runtime/cuda/gemm_plan.hpp"
 
 namespace fp4jit::tuner {
@@ -14,17 +15,6 @@ namespace {
 
 // Fields of a choice's text that differ from the heuristic's.
 int distance(const std::string& a, const std::string& b) {
-  const auto split = [](const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-      std::size_t end = s.find(',', pos);
-      if (end == std::string::npos) end = s.size();
-      out.push_back(s.substr(pos, end - pos));
-      pos = end + 1;
-    }
-    return out;
-  };
   const auto fa = split(a), fb = split(b);
   int d = static_cast<int>(std::max(fa.size(), fb.size()) - std::min(fa.size(), fb.size()));
   for (std::size_t i = 0; i < std::min(fa.size(), fb.size()); ++i) d += fa[i] != fb[i] ? 1 : 0;

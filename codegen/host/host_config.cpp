@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace fp4jit::host {
 
@@ -40,20 +39,14 @@ void HostConfig::validate() const {
 }
 
 HostConfig parse_host_config(const std::string& text, HostConfig c) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string_view item : split(text)) {
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
-    if (eq == std::string::npos)
+    if (eq == std::string_view::npos)
       fail(ErrorKind::invalid_argument, "host config '{}': '{}' is not key=value", text, item);
-    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     int v = 0;
-    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || ptr != value.data() + value.size())
+    if (!parse_number(value, &v))
       fail(ErrorKind::invalid_argument, "host config '{}': '{}' is not an integer", text, value);
     if (key == "vw")
       c.vector_width = v;

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <set>
-#include <stdexcept>
 
+#include "core/text.hpp"
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm90/geometry.cuh"
 
@@ -36,30 +36,21 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
                                       std::int64_t m, int sm_count, const std::string& target) {
   codegen::GemmChoice c;
   const bool sm100 = target == "sm_100a";
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string_view item : split(text)) {
+    if (item.empty()) continue;
     const std::size_t eq = item.find('=');
-    if (eq == std::string::npos)
+    if (eq == std::string_view::npos)
       fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not key=value", text, item);
-    const std::string key = item.substr(0, eq);
-    std::string value = item.substr(eq + 1);
+    const std::string_view key = item.substr(0, eq);
+    std::string_view value = item.substr(eq + 1);
     bool along_m = true;
     if (key == "rg" && !value.empty() && (value.back() == 'm' || value.back() == 'n')) {
       along_m = value.back() == 'm';
-      value.pop_back();
+      value.remove_suffix(1);
     }
     int v = 0;
-    try {
-      std::size_t used = 0;
-      v = std::stoi(value, &used);
-      if (used != value.size()) throw std::invalid_argument(value);
-    } catch (const std::exception&) {
+    if (!parse_number(value, &v))
       fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not an integer", text, value);
-    }
     if (key == "bn") {
       c.sm90.block_n = v;
       c.sm100.block_n = v;
