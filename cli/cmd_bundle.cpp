@@ -106,14 +106,12 @@ void add_bundle_commands(CLI::App& app) {
                  "Device model as tuned, e.g. 'NVIDIA H100 80GB HBM3' (host: the CPU name)")
       ->required();
   ex->add_option("-o,--out", o->out, "Bundle file to write")->required();
-  ex->add_option("--cache", o->cache,
-                 "Kernel cache database (default: $FP4JIT_CACHE or the user cache)");
+  add_cache_option(ex, &o->cache);
   ex->callback([o] { run_export(*o); });
 
   CLI::App* im = app.add_subcommand("import", "Verify a bundle and copy it into the kernel cache");
   im->add_option("file", o->file, "Bundle file")->required();
-  im->add_option("--cache", o->cache,
-                 "Kernel cache database (default: $FP4JIT_CACHE or the user cache)");
+  add_cache_option(im, &o->cache);
   im->add_option("--backend", o->backend, "Whose device the bundle must match: auto, host or cuda")
       ->check(one_of("backend", {"auto", "host", "cuda"}))
       ->capture_default_str();

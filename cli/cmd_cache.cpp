@@ -108,9 +108,7 @@ void add_cache_commands(CLI::App& app) {
   CLI::App* cache = app.add_subcommand("cache", "Inspect or clear the kernel cache");
   cache->require_subcommand(1);
   cache->fallthrough();  // --cache may follow the subcommand
-  cache->add_option("--cache", o->cache,
-                    "Kernel cache database (default: $FP4JIT_CACHE, else "
-                    "$XDG_CACHE_HOME/fp4jit/cache.db)");
+  add_cache_option(cache, &o->cache);
   cache
       ->add_subcommand(
           "list",

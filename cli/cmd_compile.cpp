@@ -125,9 +125,7 @@ void add_compile_command(CLI::App& app) {
       "or with an op: prefix (fprop:MxNxK) that one GEMM (repeatable; output types from --dtype)");
   cmd->add_option("--jobs,-j", o->jobs, "Parallel NVRTC compiles (0: one per core)")
       ->capture_default_str();
-  cmd->add_option("--cache", o->cache,
-                  "Kernel cache database (default: $FP4JIT_CACHE, else "
-                  "$XDG_CACHE_HOME/fp4jit/cache.db)");
+  add_cache_option(cmd, &o->cache);
   cmd->add_flag("--quiet,-q", o->quiet, "Print only the summary");
   cmd->callback([o] { run_compile(*o); });
 }

@@ -92,7 +92,7 @@ void add_dequantize_command(CLI::App& app) {
                   "transpose, Hadamard and residual is done on the host)")
       ->check(one_of("backend", backend_option_names()))
       ->capture_default_str();
-  cmd->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, ...)");
+  add_cache_option(cmd, &o->cache);
   cmd->add_option("--compare", o->compare,
                   "Also print the relative Frobenius error of the output against this .npy tensor");
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing on success");

@@ -46,7 +46,7 @@ void add_dge_command(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "cuda, host, reference or auto")
       ->check(one_of("backend", backend_option_names()))
       ->capture_default_str();
-  cmd->add_option("--cache", o->cache, "Kernel cache database (default: $FP4JIT_CACHE, ...)");
+  add_cache_option(cmd, &o->cache);
   cmd->callback([o] { run_dge(*o); });
 }
 

@@ -138,9 +138,7 @@ void add_quantize_command(CLI::App& app) {
                   "else host); every backend writes the same files")
       ->check(one_of("backend", backend_option_names()))
       ->capture_default_str();
-  cmd->add_option("--cache", o->cache,
-                  "Kernel cache database (default: $FP4JIT_CACHE, else "
-                  "$XDG_CACHE_HOME/fp4jit/cache.db)");
+  add_cache_option(cmd, &o->cache);
   cmd->add_option("--in,-i", o->in, "Input tensor (.npy: float32, float16 or bfloat16)")
       ->required();
   cmd->add_option("--out", o->out,

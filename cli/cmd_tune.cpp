@@ -323,8 +323,7 @@ void add_tune_command(CLI::App& app) {
                   "GEMM output type (CUDA kernels are specialized by it)")
       ->check(one_of("dtype", dtype_option_names()))
       ->capture_default_str();
-  cmd->add_option("--cache", o->cache,
-                  "Kernel cache database (default: $FP4JIT_CACHE or the user cache)");
+  add_cache_option(cmd, &o->cache);
   cmd->add_option("--max-candidates", o->max_candidates,
                   "Candidates measured per problem (default: all on the host, 24 on CUDA)");
   cmd->add_option("--budget-ms", o->budget_ms, "Measuring time per candidate (default 100 ms)");

@@ -23,6 +23,8 @@ void add_bench_commands(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_bundle_commands(CLI::App& app);
 
+// --cache PATH: the kernel cache database a command uses (empty: $FP4JIT_CACHE or the user cache).
+CLI::Option* add_cache_option(CLI::App* cmd, std::string* path);
 // An option validator that accepts exactly `names` and says so otherwise.
 CLI::Validator one_of(const std::string& what, const std::vector<std::string>& names);
 // "float32|float16|bfloat16" names of the host dtypes, and the parse of one.

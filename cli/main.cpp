@@ -25,6 +25,12 @@ CLI::Validator one_of(const std::string& what, const std::vector<std::string>& n
       "{" + valid + "}");
 }
 
+CLI::Option* add_cache_option(CLI::App* cmd, std::string* path) {
+  return cmd->add_option(
+      "--cache", *path,
+      "Kernel cache database (default: $FP4JIT_CACHE, else $XDG_CACHE_HOME/fp4jit/cache.db)");
+}
+
 std::vector<std::string> dtype_option_names() {
   std::vector<std::string> out;
   for (const auto& entry : dtype_names()) out.emplace_back(entry.name);
