@@ -5,13 +5,23 @@
 
 namespace fp4jit::codegen {
 
-KernelSource occ_transpose_kernel(DType weight, const std::string& target) {
+namespace {
+
+// The fields every kernel of occ_compensate.cuh shares; `args` names its argument struct.
+KernelSource occ_kernel(const char* op, const char* args, const std::string& target) {
   KernelSource k;
-  k.op = "occ_transpose";
+  k.op = op;
   k.name_space = "fp4jit::gemm";
   k.header = "gemm/occ_compensate.cuh";
-  k.args_type = "const fp4jit::gemm::OccTransposeArgs";
+  k.args_type = fmt::format("const fp4jit::gemm::{}", args);
   k.target = target;
+  return k;
+}
+
+}  // namespace
+
+KernelSource occ_transpose_kernel(DType weight, const std::string& target) {
+  KernelSource k = occ_kernel("occ_transpose", "OccTransposeArgs", target);
   k.declarations =
       fmt::format("struct Config {{\n  static constexpr fp4jit::gemm::OutType kIn = {};\n}};\n",
                   gemm_out_name(weight));
@@ -25,24 +35,14 @@ KernelSource occ_transpose_kernel(DType weight, const std::string& target) {
 }
 
 KernelSource occ_rows_kernel(const std::string& target) {
-  KernelSource k;
-  k.op = "occ_rows";
-  k.name_space = "fp4jit::gemm";
-  k.header = "gemm/occ_compensate.cuh";
-  k.args_type = "const fp4jit::gemm::OccRowsArgs";
-  k.target = target;
+  KernelSource k = occ_kernel("occ_rows", "OccRowsArgs", target);
   k.declarations = "struct Config {};\n";
   k.key_text = KeyText().add("op", k.op).add("config", "threads=256").add("target", target).text();
   return k;
 }
 
 KernelSource occ_compensate_kernel(DType out, DType weight, const std::string& target) {
-  KernelSource k;
-  k.op = "occ_compensate";
-  k.name_space = "fp4jit::gemm";
-  k.header = "gemm/occ_compensate.cuh";
-  k.args_type = "const fp4jit::gemm::OccCompensateArgs";
-  k.target = target;
+  KernelSource k = occ_kernel("occ_compensate", "OccCompensateArgs", target);
   k.declarations = fmt::format(
       "struct Config {{\n  static constexpr fp4jit::gemm::OutType kOut = {};\n  static constexpr "
       "fp4jit::gemm::OutType kIn = {};\n  static constexpr int kThreads = {};\n  static "
