@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with two or more GPUs: `fp4jit tune --devices 0,1` over LLaMA-7B's layers at 8192
 # tokens into a fresh cache (wall time, every problem tuned once, the tunings present), then the
-# Python package's CUDA tests (test_cuda, test_torch, test_train_gpt) over the carried library.
+# Python package's tests over the carried library (scripts/python_device_check.sh, no benchmark).
 # Built here by scripts/device_prepare.sh (.carry/bin/fp4jit) and scripts/python_device_prepare.sh
 # (.carry/lib). Results in $OUT (default /tmp/fp4jit_multi): summary.txt and one log a step.
 set -uo pipefail
@@ -23,14 +23,4 @@ rc=$?
 summary "tune $RECIPE --devices $devices: rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -c ': tuned (' "$OUT/tune.log") problems tuned; $(grep '^wall time' "$OUT/tune.log")"
 summary "tunings in the cache: $(FP4JIT_CACHE=$db .carry/bin/fp4jit cache tunings | grep -c "$RECIPE")"
 
-export FP4JIT_LIBRARY=$PWD/.carry/lib/libfp4jit.so PYTHONPATH=$PWD/python FP4JIT_CACHE=/tmp/fp4jit_multi_py.db
-for recipe in mxfp4 nvfp4 msfp4 tetrajet ue5m3; do
-  .carry/lib/fp4jit compile --arch sm_90a --recipe "$recipe" --dtype float32 --dtype bfloat16 \
-    --gemm 128x128x256 --gemm 256x256x512 --gemm 128x64x128 --gemm 64x64x128 --gemm 32x256x128 \
-    --gemm 32x128x256 --gemm 512x256x256 --gemm 8192x1536x512 --gemm 8192x512x1408 -q >>"$OUT/compile.log" 2>&1
-done
-for test in test_cuda test_torch test_train_gpt; do
-  t0=$SECONDS
-  timeout 300 python3 "tests/python/$test.py" -v >"$OUT/$test.log" 2>&1
-  summary "$test rc=$? $((SECONDS - t0))s: $(tail -1 "$OUT/$test.log")"
-done
+OUT="$OUT" BENCH=0 bash scripts/python_device_check.sh
