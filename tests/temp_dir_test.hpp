@@ -1,10 +1,12 @@
 // Test fixtures shared by the test binaries: a fresh folder per test (removed after it), and one
 // that also collects the warnings fp4jit logs during the test; `sql` runs a statement on a SQLite
-// file (to tamper with a cache behind its back).
+// file (to tamper with a cache behind its back); `in_processes` runs a function in several
+// processes at once.
 #pragma once
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -67,6 +69,30 @@ inline void sql(const std::string& path, const std::string& statement) {
   sqlite3_free(err);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+// Runs child(p) in `processes` forked processes at once (p = 0, 1, ...); each must return 0, the
+// number of its operations that failed. In the children fp4jit's log goes to stderr (a child may
+// set its own sink).
+template <class Child>
+void in_processes(int processes, Child child) {
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      set_log_sink([](LogLevel, std::string_view m) { fmt::print(stderr, "child: {}\n", m); });
+      const int failures = child(p);
+      if (failures != 0) fmt::print(stderr, "child {}: {} failed operations\n", p, failures);
+      _exit(failures == 0 ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child process failed";
+  }
 }
 
 }  // namespace fp4jit::test_util

@@ -178,32 +178,17 @@ TEST_F(CacheTest, UnusableLocationDisablesTheCache) {
 
 TEST_F(CacheTest, ProcessesWritingAtOnceLoseNothing) {
   constexpr int kProcesses = 4, kEach = 150;
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcesses; ++p) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      // A failure is reported on stderr with the warning that explains it.
-      set_log_sink([](LogLevel, std::string_view m) { fmt::print(stderr, "writer: {}\n", m); });
-      int failures = 0;
-      KernelCache cache(db_path());
-      for (int i = 0; i < kEach; ++i) {
-        if (!cache.put(entry(fmt::format("p{}-{}", p, i), static_cast<std::uint8_t>(p))))
-          ++failures;
-        if (!cache.put(entry("shared", static_cast<std::uint8_t>(p))))
-          ++failures;  // same key from all
-        if (!cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash)) ++failures;
-      }
-      if (failures != 0) fmt::print(stderr, "writer {}: {} failed operations\n", p, failures);
-      _exit(failures == 0 ? 0 : 1);
+  // A failure is reported on stderr with the warning that explains it.
+  test_util::in_processes(kProcesses, [&](int p) {
+    int failures = 0;
+    KernelCache cache(db_path());
+    for (int i = 0; i < kEach; ++i) {
+      if (!cache.put(entry(fmt::format("p{}-{}", p, i), static_cast<std::uint8_t>(p)))) ++failures;
+      if (!cache.put(entry("shared", static_cast<std::uint8_t>(p)))) ++failures;  // same key
+      if (!cache.get(entry(fmt::format("p{}-{}", p, i)).key_hash)) ++failures;
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
-  }
+    return failures;
+  });
   KernelCache cache(db_path());
   for (int p = 0; p < kProcesses; ++p)
     for (int i = 0; i < kEach; ++i)

@@ -131,27 +131,15 @@ TEST_F(TuningCacheTest, SchemaOneIsMigratedKeepingItsBinaries) {
 
 TEST_F(TuningCacheTest, ProcessesStoringTuningsAtOnceLoseNothing) {
   constexpr int kProcesses = 4, kEach = 40;
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcesses; ++p) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      set_log_sink([](LogLevel, std::string_view m) { fmt::print(stderr, "writer: {}\n", m); });
-      KernelCache cache(path("c.db"));
-      int failures = 0;
-      for (int i = 0; i < kEach; ++i) {
-        if (!cache.put_tuning(record(fmt::format("p{}-{}", p, i)))) ++failures;
-        if (!cache.put_tuning(record("shared"))) ++failures;
-      }
-      _exit(failures == 0 ? 0 : 1);
+  test_util::in_processes(kProcesses, [&](int p) {
+    KernelCache cache(path("c.db"));
+    int failures = 0;
+    for (int i = 0; i < kEach; ++i) {
+      if (!cache.put_tuning(record(fmt::format("p{}-{}", p, i)))) ++failures;
+      if (!cache.put_tuning(record("shared"))) ++failures;
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+    return failures;
+  });
   KernelCache cache(path("c.db"));
   for (int p = 0; p < kProcesses; ++p)
     for (int i = 0; i < kEach; ++i) {
@@ -169,30 +157,20 @@ TEST_F(TuningCacheTest, ProcessesCreatingOneCacheAtOnceNeverMoveItAside) {
   // Each round: four processes open a cache that does not exist yet; none may take another's
   // half-seen schema for a foreign database.
   for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(fmt::format("round {}", round));
     const std::string db = path(fmt::format("fresh{}.db", round));
-    std::vector<pid_t> children;
-    for (int p = 0; p < 4; ++p) {
-      const pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        std::atomic<int> warnings{0};
-        set_log_sink([&](LogLevel level, std::string_view m) {
-          if (level == LogLevel::warning) {
-            ++warnings;
-            fmt::print(stderr, "opener: {}\n", m);
-          }
-        });
-        KernelCache cache(db);
-        const bool ok = cache.enabled() && cache.put_tuning(record(fmt::format("p{}", p)));
-        _exit(ok && warnings == 0 ? 0 : 1);
-      }
-      children.push_back(pid);
-    }
-    for (pid_t pid : children) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pid, &status, 0), pid);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
-    }
+    test_util::in_processes(4, [&](int p) {
+      std::atomic<int> warnings{0};
+      set_log_sink([&](LogLevel level, std::string_view m) {
+        if (level == LogLevel::warning) {
+          ++warnings;
+          fmt::print(stderr, "opener: {}\n", m);
+        }
+      });
+      KernelCache cache(db);
+      const bool ok = cache.enabled() && cache.put_tuning(record(fmt::format("p{}", p)));
+      return ok && warnings == 0 ? 0 : 1;
+    });
     KernelCache cache(db);
     EXPECT_EQ(cache.list_tunings().size(), 4u) << "round " << round;
   }
