@@ -5,7 +5,9 @@
 // tile width depends on it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_source.hpp"
 #include "core/gemm.hpp"
@@ -34,19 +36,25 @@ struct GemmSpec {
 GemmSpec gemm_spec(const Recipe& recipe, GemmOp op, std::int64_t n, std::int64_t k, DType out,
                    const std::string& target);
 
-// sm_90a: tile width, ring depths, raster order (templates/gemm/sm90/config.cuh).
+// sm_90a: the kernel (fused: templates/gemm/sm90/kernel.cuh, expanding on chip; staged:
+// templates/gemm/sm90/staged.cuh after the expansion pass), tile width, ring depths, raster order
+// (templates/gemm/sm90/config.cuh). The staged kernel has one ring of packed_stages stages.
 struct GemmSm90Config {
+  bool staged = false;
   int block_n = 128;
   int packed_stages = 7, exp_stages = 4;
   int raster_group = 8;
   bool raster_along_m = true;
   bool nv_interleave = false;
-  std::string text() const;                   // "bn=128,ps=7,es=4,rg=8m,il=0"
+  // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m"
+  std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };
 // The ring depths that fit shared memory for a tile width (measured defaults of
 // bench/gemm_sm90_notes.md).
 GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n);
+// The staged kernel's config for a tile width: as many stages as fit (at most 6).
+GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n);
 
 // sm_100a: pipeline depth (tiles of 128 x 128, templates/gemm/sm100/config.cuh).
 struct GemmSm100Config {
@@ -56,7 +64,8 @@ struct GemmSm100Config {
   void validate(const GemmSpec& spec) const;
 };
 
-// The launch the heuristic picks for M rows (templates/gemm/sm90/heuristic.cuh on sm_90a).
+// The launch the heuristic picks for M rows (templates/gemm/sm90/heuristic.cuh on sm_90a; the
+// staged path from kStagedMinRows rows on, below it the fused kernel).
 struct GemmChoice {
   GemmSm90Config sm90;
   GemmSm100Config sm100;
@@ -65,9 +74,15 @@ struct GemmChoice {
 };
 GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
                        const std::string& target);
+constexpr std::int64_t kStagedMinRows = 512;
+// The sm_90a heuristic's choice with the kernel fixed: fused (staged = false) or staged.
+GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged);
 
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target);
+// The expansion pass of the staged sm90 path for operand A (b = false) or B of the spec
+// (templates/gemm/sm90/staged_expand.cuh); independent of the shape.
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, const std::string& target);
 KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& config,
                                const std::string& target);
 // The parts every target's GEMM kernel shares: the stub's template gemm/<arch>/kernel.cuh, its
@@ -78,6 +93,15 @@ KernelSource gemm_kernel_source(const GemmSpec& spec, const std::string& arch,
                                 std::string declarations);
 // The kernel of `choice` for the spec's target.
 KernelSource gemm_kernel(const GemmSpec& spec, const GemmChoice& choice, const std::string& target);
+// The fused sm90 config that stands in for a staged one when its expansion leaves the exact
+// window (mx, ms_grad; the heuristic's fused config for the same shape), or nullopt where the
+// staged path is always exact (ms, nv) or the choice is not staged.
+std::optional<GemmChoice> sm90_fallback_choice(const GemmSpec& spec, const GemmChoice& choice,
+                                               std::int64_t m, int sm_count);
+// Every kernel a launch of `choice` runs: the GEMM kernel, and for a staged choice the two
+// expansion passes and the fused fallback's kernel where the path has one.
+std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& choice,
+                                       std::int64_t m, int sm_count, const std::string& target);
 
 // OCC compensation (templates/gemm/occ_compensate.cuh): W [N, K] of type `weight` -> W^T of that
 // type, the residual's row ranges, and D += alpha * R W^T with D of type `out`.

@@ -3,6 +3,7 @@
 
 #include "codegen/gemm.hpp"
 #include "gemm/sm90/geometry.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::codegen {
 
@@ -15,12 +16,30 @@ sm90::ScaleKind kind_of(GemmPath p) {
 }  // namespace
 
 std::string GemmSm90Config::text() const {
+  if (staged)
+    return fmt::format("sg=1,bn={},ps={},rg={}{}", block_n, packed_stages, raster_group,
+                       raster_along_m ? "m" : "n");
   return fmt::format("bn={},ps={},es={},rg={}{},il={}", block_n, packed_stages, exp_stages,
                      raster_group, raster_along_m ? "m" : "n", nv_interleave ? 1 : 0);
 }
 
 void GemmSm90Config::validate(const GemmSpec& spec) const {
   const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+  if (staged) {
+    if (block_n % 64 != 0 || block_n < 64 || block_n > (promote ? 192 : 256))
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: bn must be 64..{} in steps of 64 for the staged path {}", text(),
+           promote ? 192 : 256, gemm_path_name(spec.path));
+    if (packed_stages < 2 || packed_stages > 16)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps in 2..16", text());
+    if (raster_group < 1)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+    const sm90::StagedGeometry g = sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
+    if (g.smem_bytes > 227 * 1024)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
+    return;
+  }
   if (block_n % 64 != 0 || block_n < 64 || block_n > (promote ? 128 : 256))
     fail(ErrorKind::invalid_argument,
          "gemm_sm90 config {}: bn must be 64..{} in steps of 64 for path {}", text(),
@@ -58,9 +77,69 @@ GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n) {
   return c;
 }
 
+GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
+  GemmSm90Config c;
+  c.staged = true;
+  c.block_n = block_n;
+  c.packed_stages = 6;
+  while (c.packed_stages > 2 &&
+         sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages).smem_bytes > 227 * 1024)
+    --c.packed_stages;
+  return c;
+}
+
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, const std::string& target) {
+  KernelSource k;
+  k.op = "gemm_sm90_expand";
+  k.function = "expand_kernel";
+  k.name_space = "fp4jit::sm90";
+  k.header = "gemm/sm90/staged_expand.cuh";
+  k.args_type = "const fp4jit::gemm::ExpandParams";
+  k.target = target;
+  const int block_rows = b ? spec.b_block_rows : spec.a_block_rows;
+  k.declarations = fmt::format(
+      "namespace g = fp4jit::sm90;\n\n"
+      "struct Config : g::ExpandConfigBase {{\n"
+      "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
+      "  static constexpr bool kOperandB = {};\n"
+      "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
+      "  static constexpr int kBlockRows = {};\n"
+      "}};\n",
+      gemm_path_name(spec.path), b, spec.scale_code, block_rows);
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("path", gemm_path_name(spec.path))
+                   .add("operand", b ? "b" : "a")
+                   .add("codes", b ? spec.b_text : spec.a_text)
+                   .add("config", fmt::format("block_rows={},threads=256", block_rows))
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target) {
   config.validate(spec);
+  if (config.staged) {
+    const std::string declarations = fmt::format(
+        "namespace g = fp4jit::sm90;\n\n"
+        "struct Config : g::GemmConfigBase {{\n"
+        "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
+        "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
+        "  static constexpr int BLOCK_N = {};\n"
+        "  static constexpr int kPackedStages = {};\n"
+        "  static constexpr int kRasterGroup = {};\n"
+        "  static constexpr bool kRasterAlongM = {};\n"
+        "  static constexpr g::OutType kOut = {};\n"
+        "  static constexpr int kN = {}, kK = {};\n"
+        "}};\n",
+        gemm_path_name(spec.path), spec.scale_code, config.block_n, config.packed_stages,
+        config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n, spec.k);
+    KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
+    k.header = "gemm/sm90/staged.cuh";
+    k.function = "gemm_staged_kernel";
+    return k;
+  }
   const std::string declarations = fmt::format(
       "namespace g = fp4jit::sm90;\n\n"
       "struct Config : g::GemmConfigBase {{\n"

@@ -101,8 +101,10 @@ class CudaGemmJob final : public GemmProblemJob {
 
   void compile(const Candidate& c) override {
     const CudaGemmCandidate& g = entry_of(space_, c);
-    cuda::kernel_binary(codegen::gemm_kernel(spec_, g.choice, backend_.device().target),
-                        backend_.cache());
+    for (const codegen::KernelSource& k :
+         codegen::gemm_kernels(spec_, g.choice, shape_.m, backend_.device().sm_count,
+                               backend_.device().target))
+      cuda::kernel_binary(k, backend_.cache());
   }
 
   std::optional<std::string> verify(const Candidate& c) override {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
 
 #include "core/error.hpp"
@@ -98,6 +99,26 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
             }
             consider(c);
           }
+  }
+  // The staged kernel (expansion pass + shared-memory wgmma): tile widths, ring depths, rasters.
+  const bool promote =
+      spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::ms_grad;
+  for (int bn : promote ? std::initializer_list<int>{64, 128, 192} : std::initializer_list<int>{128, 256}) {
+    const codegen::GemmSm90Config base = codegen::default_sm90_staged_config(spec, bn);
+    const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + bn - 1) / bn);
+    for (int depth : {0, -1, -2})
+      for (const auto& [rg, along_m] :
+           {std::pair{8, true}, std::pair{8, false}, std::pair{16, true}})
+        for (int splits : split_set) {
+          if (splits > 1 && (k_tiles / splits < 2 || tiles >= sm_count)) continue;
+          codegen::GemmChoice c = h;
+          c.sm90 = base;
+          c.sm90.packed_stages = base.packed_stages + depth;
+          c.sm90.raster_group = rg;
+          c.sm90.raster_along_m = along_m;
+          c.splits = splits;
+          consider(c);
+        }
   }
   order_by_distance(out);
   return out;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/gemm.hpp"
+#include "gemm/params.cuh"
 #include "runtime/backend.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/modules.hpp"
@@ -13,6 +14,8 @@
 #include "runtime/tuning_keys.hpp"
 
 namespace fp4jit::cuda {
+
+struct GemmPlan;
 
 class CudaBackend final : public Backend {
  public:
@@ -65,6 +68,9 @@ class CudaBackend final : public Backend {
  private:
   template <class MakePlan>
   void run(void* stream, MakePlan make_plan);
+  // In gemm_launch.cpp: one GEMM kernel of a plan (tensor maps over the given operand codes).
+  void launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
+                          const GemmShape& shape, gemm::GemmParams& p, CUstream s);
   void check_device_pointer(const void* p, std::string_view what) const;
 
   const Driver& d_;

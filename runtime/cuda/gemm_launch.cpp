@@ -4,6 +4,8 @@
 // compensation kernels when asked for.
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "core/log.hpp"
 #include "gemm/params.cuh"
 #include "runtime/cuda/cuda_backend.hpp"
@@ -131,7 +133,18 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   check_alignment(out.data, dtype_size(out.dtype), "output");
   check_alignment(epilogue.bias, 4, "bias");
 
-  const std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
+  std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
+  if (!tuned && info_.target == "sm_90a") {
+    // FP4JIT_SM90_GEMM=fused|staged overrides the heuristic's kernel (diagnostics and tests).
+    if (const char* v = std::getenv("FP4JIT_SM90_GEMM"); v != nullptr && *v != '\0') {
+      const std::string_view kind(v);
+      if (kind != "fused" && kind != "staged")
+        fail(ErrorKind::invalid_argument, "FP4JIT_SM90_GEMM='{}': expected fused or staged", kind);
+      tuned = codegen::choose_sm90_gemm(
+          codegen::gemm_spec(recipe, op, shape.n, shape.k, out.dtype, info_.target), shape.m,
+          info_.sm_count, kind == "staged");
+    }
+  }
   launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, tuned ? &*tuned : nullptr);
 }
 
@@ -152,6 +165,23 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
   }
 }
 
+void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes,
+                                     const void* b_codes, const GemmShape& shape,
+                                     gemm::GemmParams& p, CUstream s) {
+  CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
+                              plan.block_m, plan.swizzle_bytes);
+  CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
+                              plan.block_n, plan.swizzle_bytes);
+  CUfunction fn = modules_->function(plan.kernel);
+  check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.smem_bytes),
+        "cuFuncSetAttribute (GEMM dynamic shared memory)");
+  void* params[] = {&ta, &tb, &p};
+  check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
+                         static_cast<unsigned>(plan.threads), 1, 1,
+                         static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
+        "cuLaunchKernel (GEMM)");
+}
+
 void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
                               const QuantizedView& b, const GemmShape& shape, const TensorView& out,
                               const GemmEpilogue& epilogue, void* stream,
@@ -163,36 +193,103 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const bool occ = epilogue.occ_weight.data != nullptr;
   if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight");
 
-  // Scratch: split-K partial sums and tile counters; W^T (W's type) and the residual's row
-  // ranges for the OCC compensation.
-  const std::int64_t ws_bytes = plan.workspace_floats * 4,
-                     counter_bytes = plan.choice.splits > 1 ? plan.tiles * 4 : 0;
+  // Scratch: split-K partial sums and tile counters (of the fallback too); the staged path's
+  // expanded operands, factors and window flag; W^T (W's type) and the residual's row ranges for
+  // the OCC compensation.
   const auto align256 = [](std::int64_t x) { return (x + 255) / 256 * 256; };
-  const std::int64_t wt_offset = align256(ws_bytes + counter_bytes);
-  const std::int64_t wt_bytes = occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0;
-  const std::int64_t rows_offset = align256(wt_offset + wt_bytes);
-  const std::int64_t rows_bytes = occ ? (shape.m + 1) * 8 : 0;
-  StreamScratch scratch(d_, s, rows_offset + rows_bytes);
+  std::int64_t top = 0;
+  const auto reserve = [&](std::int64_t bytes) {
+    const std::int64_t at = top;
+    top = align256(top + bytes);
+    return at;
+  };
+  const std::int64_t ws_offset = reserve(plan.workspace_floats * 4);
+  const std::int64_t counter_offset = reserve(plan.choice.splits > 1 ? plan.tiles * 4 : 0);
+  const GemmPlan* fb = plan.fallback.empty() ? nullptr : &plan.fallback.front();
+  const std::int64_t fb_ws_offset = reserve(fb != nullptr ? fb->workspace_floats * 4 : 0);
+  const std::int64_t fb_counter_offset =
+      reserve(fb != nullptr && fb->choice.splits > 1 ? fb->tiles * 4 : 0);
+  const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
+  const std::int64_t exp_b_offset = reserve(plan.staged ? shape.n * plan.b_row_bytes : 0);
+  const std::int64_t fac_a_offset = reserve(std::int64_t{plan.k_tiles} * plan.a_factor_ld * 4);
+  const std::int64_t fac_b_offset = reserve(std::int64_t{plan.k_tiles} * plan.b_factor_ld * 4);
+  const std::int64_t flag_offset = reserve(fb != nullptr ? 4 : 0);
+  const std::int64_t wt_offset =
+      reserve(occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0);
+  const std::int64_t rows_offset = reserve(occ ? (shape.m + 1) * 8 : 0);
+  StreamScratch scratch(d_, s, top);
 
-  gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
-  if (plan.choice.splits > 1) {
-    p.workspace = scratch.at<float>(0);
-    p.counters = scratch.at<int>(ws_bytes);
-    check(d_.memset_d32_async(dptr(p.counters), 0, static_cast<std::size_t>(plan.tiles), s),
+  const auto zero_counters = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
+                                 std::int64_t counters) {
+    if (pl.choice.splits <= 1) return;
+    p.workspace = scratch.at<float>(ws);
+    p.counters = scratch.at<int>(counters);
+    check(d_.memset_d32_async(dptr(p.counters), 0, static_cast<std::size_t>(pl.tiles), s),
           "cuMemsetD32Async");
+  };
+  gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
+  zero_counters(plan, p, ws_offset, counter_offset);
+  const void* a_codes = a.codes;
+  const void* b_codes = b.codes;
+  unsigned* flag = fb != nullptr ? scratch.at<unsigned>(flag_offset) : nullptr;
+  if (plan.staged) {
+    if (flag != nullptr)
+      check(d_.memset_d32_async(dptr(flag), 0, 1, s), "cuMemsetD32Async (window flag)");
+    const auto expand = [&](const codegen::KernelSource& kernel, const QuantizedView& q,
+                            const QuantLayout& ol, std::int64_t rows, std::int64_t code_ld,
+                            std::int64_t out_offset, std::int64_t out_ld, std::int64_t fac_offset,
+                            int fac_ld) {
+      gemm::ExpandParams e{};
+      e.codes = static_cast<const unsigned char*>(q.codes);
+      e.code_ld = code_ld;
+      e.rows = static_cast<int>(rows);
+      e.K = static_cast<int>(shape.k);
+      if (ol.scale_is_code) {
+        e.scale = static_cast<const unsigned char*>(q.scales);
+        e.scale_ld = static_cast<int>(ol.scale_cols);
+      } else {
+        e.col_scale = static_cast<const float*>(q.scales);
+      }
+      e.out = scratch.at<void>(out_offset);
+      e.out_ld = out_ld;
+      if (fac_ld > 0) {
+        e.factor = scratch.at<float>(fac_offset);
+        e.factor_ld = fac_ld;
+      }
+      e.flag = flag;
+      const bool fp8 = plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
+      const std::int64_t per_tile = fp8 ? 4 : 2;
+      const std::int64_t chunks_pad = (shape.k / 32 + per_tile - 1) / per_tile * per_tile;
+      const std::int64_t ctas = (rows * chunks_pad + 255) / 256;
+      if (ctas > 0x7fffffff)
+        fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
+             shape.k);
+      CUfunction fn = modules_->function(kernel);
+      void* params[] = {&e};
+      check(d_.launch_kernel(fn, static_cast<unsigned>(ctas), 1, 1, 256, 1, 1, 0, s, params,
+                             nullptr),
+            "cuLaunchKernel (GEMM operand expansion)");
+    };
+    expand(plan.expand_a, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset, plan.a_row_bytes,
+           fac_a_offset, plan.a_factor_ld);
+    expand(plan.expand_b, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset, plan.b_row_bytes,
+           fac_b_offset, plan.b_factor_ld);
+    a_codes = scratch.at<void>(exp_a_offset);
+    b_codes = scratch.at<void>(exp_b_offset);
+    if (plan.a_factor_ld > 0) p.a_factor = scratch.at<float>(fac_a_offset);
+    if (plan.b_factor_ld > 0) p.b_factor = scratch.at<float>(fac_b_offset);
+    p.a_factor_ld = plan.a_factor_ld;
+    p.b_factor_ld = plan.b_factor_ld;
+    p.fallback = flag;
   }
-  CUtensorMap ta = tensor_map(d_, a.codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
-                              plan.block_m, plan.swizzle_bytes);
-  CUtensorMap tb = tensor_map(d_, b.codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
-                              plan.block_n, plan.swizzle_bytes);
-  CUfunction fn = modules_->function(plan.kernel);
-  check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.smem_bytes),
-        "cuFuncSetAttribute (GEMM dynamic shared memory)");
-  void* params[] = {&ta, &tb, &p};
-  check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
-                         static_cast<unsigned>(plan.threads), 1, 1,
-                         static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
-        "cuLaunchKernel (GEMM)");
+  launch_gemm_kernel(plan, a_codes, b_codes, shape, p, s);
+  if (fb != nullptr) {
+    gemm::GemmParams pf = gemm_params(*fb, l, a, b, shape, out, epilogue);
+    zero_counters(*fb, pf, fb_ws_offset, fb_counter_offset);
+    pf.fallback = flag;
+    pf.fallback_runs = 1;
+    launch_gemm_kernel(*fb, a.codes, b.codes, shape, pf, s);
+  }
   last_bytes_ = l.a.code_bytes() + l.b.code_bytes() + shape.m * shape.n * dtype_size(out.dtype);
   if (!occ) return;
 

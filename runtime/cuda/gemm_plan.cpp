@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm90/geometry.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::cuda {
 
@@ -51,7 +52,9 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
     int v = 0;
     if (!parse_number(value, &v))
       fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not an integer", text, value);
-    if (key == "bn") {
+    if (key == "sg" && !sm100) {
+      c.sm90.staged = v != 0;
+    } else if (key == "bn") {
       c.sm90.block_n = v;
       c.sm100.block_n = v;
     } else if (key == "ps" && !sm100) {
@@ -106,6 +109,27 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = p.b_box_bytes = g.row_bytes;
     p.swizzle_bytes = 128;
+  } else if (p.choice.sm90.staged) {
+    const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(p.spec.path));
+    const codegen::GemmSm90Config& c = p.choice.sm90;
+    const sm90::StagedGeometry g = sm90::staged_geometry(kind, c.block_n, c.packed_stages);
+    p.staged = true;
+    p.block_n = c.block_n;
+    p.threads = g.threads;
+    p.smem_bytes = g.smem_bytes;
+    p.a_box_bytes = p.b_box_bytes = 128;
+    p.swizzle_bytes = 128;
+    p.a_code_row_bytes = p.a_row_bytes;
+    p.b_code_row_bytes = p.b_row_bytes;
+    p.a_row_bytes = shape.k * g.elem_bytes;
+    p.b_row_bytes = shape.k * g.elem_bytes;
+    p.k_tiles = static_cast<int>((p.a_row_bytes + 127) / 128);
+    if (g.a_factor) p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
+    if (g.b_factor) p.b_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.n));
+    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, device.target);
+    p.expand_b = codegen::gemm_sm90_expand_kernel(p.spec, true, device.target);
+    if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
+      p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));
   } else {
     const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(p.spec.path));
     const codegen::GemmSm90Config& c = p.choice.sm90;
@@ -123,6 +147,16 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   return p;
 }
 
+std::vector<codegen::KernelSource> GemmPlan::kernels() const {
+  std::vector<codegen::KernelSource> out{kernel};
+  if (staged) {
+    out.push_back(expand_a);
+    out.push_back(expand_b);
+  }
+  for (const GemmPlan& f : fallback) out.push_back(f.kernel);
+  return out;
+}
+
 std::vector<codegen::KernelSource> request_gemm_kernels(const Recipe& recipe,
                                                         const GemmRequest& request,
                                                         const std::string& target, int sm_count,
@@ -137,7 +171,8 @@ std::vector<codegen::KernelSource> request_gemm_kernels(const Recipe& recipe,
   for (const auto& [op, shape] : gemm_list(request)) {
     for (DType out : outs) {
       try {
-        add(plan_gemm(recipe, op, shape, out, device).kernel);
+        for (codegen::KernelSource& k : plan_gemm(recipe, op, shape, out, device).kernels())
+          add(std::move(k));
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::unsupported) throw;
         if (skipped != nullptr && out == outs.front()) skipped->push_back(e.what());

@@ -24,6 +24,17 @@ struct GemmPlan {
   std::int64_t a_row_bytes = 0, b_row_bytes = 0;  // bytes of codes per operand row (TMA row pitch)
   std::int64_t tiles = 0;                         // output tiles
   std::int64_t workspace_floats = 0;              // split-K partial sums (0 without split-K)
+  // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
+  // pitch above is the same), the factor arrays' rows per K tile (0: none), and the fused plan
+  // that runs instead when an expansion leaves the exact window (mx, ms_grad).
+  bool staged = false;
+  codegen::KernelSource expand_a, expand_b;
+  std::int64_t a_code_row_bytes = 0, b_code_row_bytes = 0;  // packed codes (the expansions' input)
+  int k_tiles = 0;
+  int a_factor_ld = 0, b_factor_ld = 0;
+  std::vector<GemmPlan> fallback;  // empty or one
+  // Every kernel this plan launches.
+  std::vector<codegen::KernelSource> kernels() const;
 };
 
 // Throws Error(unsupported) where the device's target has no kernel for the recipe's operand

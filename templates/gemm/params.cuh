@@ -47,6 +47,33 @@ struct GemmParams {
   // Debugging: when set, each CTA publishes its progress at progress[4 * blockIdx.x + i]:
   // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
   unsigned* progress;
+  // Staged sm90 path (gemm/sm90/staged.cuh): the FP32 factors of the expanded operands, one per
+  // (K tile, row) at factor[kt * factor_ld + row] (null where the path has none), written by
+  // gemm/sm90/staged_expand.cuh.
+  const float* a_factor;
+  const float* b_factor;
+  int a_factor_ld, b_factor_ld;
+  // Window flag of the staged path (null: none): the expansion sets it when a shift falls outside
+  // the exact window. The staged kernel does nothing when it is set; the fused kernel launched
+  // after it with fallback_runs = 1 runs only when it is set, so exactly one of them writes D.
+  const unsigned* fallback;
+  int fallback_runs;
+};
+
+// The expansion pass of the staged sm90 path: one quantized operand [rows, K] -> its tensor-core
+// operand [rows, K] (E4M3 bytes, or FP16 / BF16) plus per-(K tile, row) factors.
+struct ExpandParams {
+  const unsigned char* codes;  // packed E2M1 (ms_grad A: E5M2 bytes), rows of code_ld bytes
+  long long code_ld;
+  int rows, K;
+  const unsigned char* scale;  // mx / nv: block-scale codes [rows / block_rows, K / block]
+  int scale_ld;
+  const float* col_scale;  // ms_grad B: power-of-two scale per K column [K]
+  void* out;               // [rows, out_ld bytes]
+  long long out_ld;
+  float* factor;  // [k_tiles, factor_ld] (mx, ms_grad B), else null
+  int factor_ld;
+  unsigned* flag;  // set to 1 when a shift falls outside the window (mx, ms_grad B)
 };
 
 // OCC compensation (gemm/occ_compensate.cuh).

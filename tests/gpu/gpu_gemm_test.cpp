@@ -4,10 +4,14 @@
 // Frobenius error over sampled rows (all columns) <= 1e-4, every element written. Operands are
 // quantized by the CUDA backend and read back, so the check covers the GEMM alone. A second suite
 // checks the epilogue (alpha, bias, beta * C aliasing a strided output, OCC compensation, BF16)
-// on small shapes, one per kernel path: the subset compute-sanitizer runs. Skipped without a GPU.
+// on small shapes, one per kernel path: the subset compute-sanitizer runs. Every case runs on both
+// sm90 kernels (FP4JIT_SM90_GEMM=fused|staged); "stress" cases spread the block scales of a K tile
+// over more binades than the staged expansion's window, so the staged launch must hand the
+// product to the fused kernel. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -41,18 +45,43 @@ struct Gpu {
   if (Gpu::get() == nullptr) GTEST_SKIP() << "no GPU here"; \
   Engine& engine = Gpu::get()->engine
 
-// Activations-like values: N(0, 1) times 2^u per row, u uniform in [-3, 3].
-Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+// Activations-like values: N(0, 1) times 2^u per row, u uniform in [-3, 3]. stress: times 2^v
+// more per 16 x 16 block and per column, v uniform in [-20, 20] (block scales of one K tile far
+// outside each other's window, in both the row and the column layout).
+Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed,
+                            bool stress = false) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f), v(-20.0f, 20.0f);
   Matrix<float> m(rows, cols);
+  std::vector<float> col(static_cast<std::size_t>(cols), 1.0f), block;
+  if (stress) {
+    for (float& c : col) c = std::exp2(std::round(v(gen)));
+    block.resize(static_cast<std::size_t>(((rows + 15) / 16) * ((cols + 15) / 16)));
+    for (float& b : block) b = std::exp2(std::round(v(gen)));
+  }
+  const std::int64_t bc = (cols + 15) / 16;
   for (std::int64_t r = 0; r < rows; ++r) {
     const float s = std::exp2(u(gen));
-    for (std::int64_t c = 0; c < cols; ++c) m(r, c) = normal(gen) * s;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      float x = normal(gen) * s;
+      if (stress) x *= col[static_cast<std::size_t>(c)] * block[static_cast<std::size_t>((r / 16) * bc + c / 16)];
+      m(r, c) = x;
+    }
   }
   return m;
 }
+
+// Sets FP4JIT_SM90_GEMM for the scope of a test ("": the heuristic).
+class KernelOverride {
+ public:
+  explicit KernelOverride(const std::string& kernel) {
+    if (!kernel.empty()) setenv("FP4JIT_SM90_GEMM", kernel.c_str(), 1);
+  }
+  ~KernelOverride() { unsetenv("FP4JIT_SM90_GEMM"); }
+  KernelOverride(const KernelOverride&) = delete;
+  KernelOverride& operator=(const KernelOverride&) = delete;
+};
 
 template <class T>
 cuda::DeviceBuffer upload(const std::vector<T>& v) {
@@ -153,9 +182,12 @@ struct GemmCase {
   std::string recipe;
   GemmOp op;
   GemmShape shape;
+  std::string kernel;  // "fused", "staged" or "" (the heuristic)
+  bool stress = false;
 };
 void PrintTo(const GemmCase& c, std::ostream* os) {
-  *os << c.recipe << " " << name(c.op) << " " << gemm_shape_text(c.shape);
+  *os << c.recipe << " " << name(c.op) << " " << gemm_shape_text(c.shape) << " " << c.kernel
+      << (c.stress ? " stress" : "");
 }
 
 struct CaseData {
@@ -176,8 +208,8 @@ std::string prepare(Engine& engine, const GemmCase& c, CaseData& s) {
   const GemmRoles roles = gemm_roles(c.op);
   const OperandShape sa = gemm_source_shape(roles.a, c.shape.m, c.shape.k);
   const OperandShape sb = gemm_source_shape(roles.b, c.shape.n, c.shape.k);
-  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17),
-                      xb = random_matrix(sb.rows, sb.cols, 18);
+  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress),
+                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress);
   s.a = quantize_on_gpu(engine, s.recipe, roles.a, xa, 5);
   s.b = quantize_on_gpu(engine, s.recipe, roles.b, xb, 6);
   s.occ = c.op == GemmOp::fprop && s.recipe[roles.a].occ;
@@ -197,8 +229,11 @@ TEST_P(GpuGemm, MatchesDoubleReference) {
   out.fill(0xFF);  // NaN: an element the kernel does not write stays NaN
   GemmEpilogue e;
   if (s.occ) e.occ_weight = TensorView{s.b->source.get(), DType::f32, sh.n, sh.k, 0};  // W [N, K]
-  engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh,
-              TensorView{out.get(), DType::f32, sh.m, sh.n, 0}, e);
+  {
+    const KernelOverride kernel(c.kernel);
+    engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh,
+                TensorView{out.get(), DType::f32, sh.m, sh.n, 0}, e);
+  }
   Gpu::get()->scope.synchronize();
   std::vector<float> got(static_cast<std::size_t>(sh.m * sh.n));
   out.download(got.data(), got.size() * 4);
@@ -220,8 +255,8 @@ TEST_P(GpuGemm, MatchesDoubleReference) {
     }
   }
   const double rel = std::sqrt(err / norm);
-  std::cout << "GEMM_ERROR " << c.recipe << " " << name(c.op) << " " << gemm_shape_text(sh)
-            << " rel_frobenius=" << rel << (s.occ ? " (with OCC compensation)" : "") << "\n";
+  std::cout << "GEMM_ERROR " << c.recipe << " " << name(c.op) << " " << gemm_shape_text(sh) << " "
+            << c.kernel << (c.stress ? " stress" : "") << " rel_frobenius=" << rel << (s.occ ? " (with OCC compensation)" : "") << "\n";
   RecordProperty("rel_frobenius", std::to_string(rel));
   EXPECT_LE(rel, 1e-4);
 }
@@ -232,13 +267,18 @@ std::vector<GemmCase> gemm_cases() {
       {1024, 2048, 1024}, {1000, 3000, 4096}, {8191, 129, 2048}, {128, 640, 8192}};
   for (const auto& p : presets())
     for (const auto& op : gemm_op_names())
-      for (const GemmShape& s : shapes) out.push_back({std::string(p.name), op.value, s});
+      for (const char* kernel : {"fused", "staged"}) {
+        for (const GemmShape& s : shapes)
+          out.push_back({std::string(p.name), op.value, s, kernel, false});
+        out.push_back({std::string(p.name), op.value, {640, 384, 1024}, kernel, true});
+      }
   return out;
 }
 
 std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
   return p.param.recipe + "_" + std::string(name(p.param.op)) + "_" +
-         gemm_shape_text(p.param.shape);
+         gemm_shape_text(p.param.shape) + (p.param.kernel.empty() ? "" : "_" + p.param.kernel) +
+         (p.param.stress ? "_stress" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPreset, GpuGemm, testing::ValuesIn(gemm_cases()), case_name);
@@ -265,6 +305,7 @@ TEST_P(GpuGemmEpilogue, AlphaBiasBetaCAndOcc) {
   const TensorView ov{out.get(), DType::f32, sh.m, sh.n, ld};
   e.c = ov;
   if (s.occ) e.occ_weight = TensorView{s.b->source.get(), DType::f32, sh.n, sh.k, 0};
+  const KernelOverride kernel(c.kernel);
   engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, ov, e);
   std::vector<std::uint16_t> h16(static_cast<std::size_t>(sh.m * sh.n), 0xFFFF);
   cuda::DeviceBuffer out16 = upload(h16);
@@ -305,14 +346,24 @@ TEST_P(GpuGemmEpilogue, AlphaBiasBetaCAndOcc) {
   EXPECT_LE(std::sqrt(err16 / norm16), 4e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(OnePerPath, GpuGemmEpilogue,
-                         testing::Values(GemmCase{"msfp4", GemmOp::fprop, {256, 384, 512}},
-                                         GemmCase{"msfp4", GemmOp::wgrad, {256, 384, 512}},
-                                         GemmCase{"msfp4", GemmOp::dgrad, {200, 320, 512}},
-                                         GemmCase{"mxfp4", GemmOp::fprop, {256, 384, 512}},
-                                         GemmCase{"tetrajet", GemmOp::wgrad, {128, 256, 8192}},
-                                         GemmCase{"nvfp4", GemmOp::dgrad, {200, 320, 512}},
-                                         GemmCase{"ue5m3", GemmOp::wgrad, {256, 384, 512}}),
+std::vector<GemmCase> epilogue_cases() {
+  const GemmCase base[] = {{"msfp4", GemmOp::fprop, {256, 384, 512}, ""},
+                           {"msfp4", GemmOp::wgrad, {256, 384, 512}, ""},
+                           {"msfp4", GemmOp::dgrad, {200, 320, 512}, ""},
+                           {"mxfp4", GemmOp::fprop, {256, 384, 512}, ""},
+                           {"tetrajet", GemmOp::wgrad, {128, 256, 8192}, ""},
+                           {"nvfp4", GemmOp::dgrad, {200, 320, 512}, ""},
+                           {"ue5m3", GemmOp::wgrad, {256, 384, 512}, ""}};
+  std::vector<GemmCase> out;
+  for (const char* kernel : {"fused", "staged"})
+    for (GemmCase c : base) {
+      c.kernel = kernel;
+      out.push_back(c);
+    }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(OnePerPath, GpuGemmEpilogue, testing::ValuesIn(epilogue_cases()),
                          case_name);
 
 }  // namespace

@@ -34,7 +34,9 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
     const codegen::GemmSpec spec = codegen::gemm_spec(r, op, s.n, s.k, d, arch);
     for (std::int64_t m : {std::int64_t{8192}, std::int64_t{128}}) {
       if (d != DType::bf16 && m == 128) continue;
-      out.push_back(codegen::gemm_kernel(spec, codegen::choose_gemm(spec, m, 132, arch), arch));
+      for (KernelSource& k :
+           codegen::gemm_kernels(spec, codegen::choose_gemm(spec, m, 132, arch), m, 132, arch))
+        out.push_back(std::move(k));
     }
     if (d != DType::bf16) continue;
     if (arch == "sm_100a") {
@@ -50,6 +52,15 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
     c.packed_stages = 3;
     c.exp_stages = 2;
     if (spec.path == GemmPath::nv) c.nv_interleave = !c.nv_interleave;
+    out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+    // The staged kernel: narrowest and widest tiles, both raster orders.
+    const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+    c = codegen::default_sm90_staged_config(spec, 64);
+    c.raster_along_m = false;
+    c.raster_group = 4;
+    out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+    c = codegen::default_sm90_staged_config(spec, promote ? 192 : 256);
+    c.packed_stages = 3;
     out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
   }
   return out;
@@ -102,13 +113,44 @@ INSTANTIATE_TEST_SUITE_P(Presets, GemmCompiles, testing::ValuesIn(targets()),
                            return p.param.preset + "_" + p.param.arch;
                          });
 
+TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
+  for (const char* preset : {"nvfp4", "mxfp4", "msfp4"}) {
+    const Recipe r = parse_recipe(preset);
+    for (const auto& op : gemm_op_names()) {
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
+      const codegen::GemmChoice big = codegen::choose_gemm(spec, 8192, 132, "sm_90a");
+      const codegen::GemmChoice small = codegen::choose_gemm(spec, 128, 132, "sm_90a");
+      EXPECT_TRUE(big.sm90.staged) << preset;
+      EXPECT_FALSE(small.sm90.staged) << preset;
+      EXPECT_EQ(codegen::gemm_kernels(spec, small, 128, 132, "sm_90a").size(), 1u);
+      const auto ks = codegen::gemm_kernels(spec, big, 8192, 132, "sm_90a");
+      const bool window = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+      ASSERT_EQ(ks.size(), window ? 4u : 3u) << preset << " " << op.name;
+      EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/staged.cuh\""), std::string::npos);
+      EXPECT_NE(ks[0].key_text.find("config=sg=1,"), std::string::npos) << ks[0].key_text;
+      EXPECT_NE(ks[1].key_text.find("operand=a;"), std::string::npos) << ks[1].key_text;
+      EXPECT_NE(ks[2].key_text.find("operand=b;"), std::string::npos) << ks[2].key_text;
+      if (window) {
+        EXPECT_EQ(ks[3].source().find("staged"), std::string::npos) << ks[3].source();
+      }
+      // The choice's text round-trips through the tuner's parser.
+      const std::string text = cuda::gemm_choice_text(big, "sm_90a");
+      const codegen::GemmChoice back = cuda::parse_gemm_choice(text, spec, 8192, 132, "sm_90a");
+      EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
+      EXPECT_TRUE(back.sm90.staged);
+    }
+  }
+}
+
 TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {
   const Recipe r = parse_recipe("nvfp4");
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     const codegen::GemmSpec spec =
         codegen::gemm_spec(r, GemmOp::dgrad, 3072, 4096, DType::bf16, arch);
+    // 256 rows: below kStagedMinRows, the fused kernel.
     const KernelSource k =
-        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 1024, 132, arch), arch);
+        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 256, 132, arch), arch);
     const std::string src = k.source();
     EXPECT_NE(src.find("#include \"gemm/sm" +
                        std::string(arch == std::string("sm_90a") ? "90" : "100") + "/kernel.cuh\""),

@@ -295,10 +295,15 @@ TEST(CudaSpace, Sm90GemmCandidatesArePrunedBeforeCompiling) {
       EXPECT_NO_THROW(c.choice.sm90.validate(spec)) << c.candidate.config;
       EXPECT_EQ(c.choice.splits, 1) << "tiles fill the SMs: no split-K";
       EXPECT_LE(c.choice.grid, 132);
-      if (spec.path == codegen::GemmPath::mx) {
-        EXPECT_LE(c.choice.sm90.block_n, 128);
+      if (spec.path == codegen::GemmPath::mx) {  // two accumulator sets
+        EXPECT_LE(c.choice.sm90.block_n, c.choice.sm90.staged ? 192 : 128);
       }
     }
+    // Both sm90 kernels are searched.
+    const auto staged = std::count_if(space.begin(), space.end(),
+                                      [](const auto& c) { return c.choice.sm90.staged; });
+    EXPECT_GT(staged, 0) << preset;
+    EXPECT_LT(staged, static_cast<std::ptrdiff_t>(space.size())) << preset;
     bool smem = false, split = false;
     for (const auto& p : pruned) {
       EXPECT_EQ(p.status, CandidateStatus::pruned);

@@ -20,10 +20,10 @@ namespace fp4jit::sm90 {
 using gemm::load_out;
 using gemm::store_pair;
 
-template <class Cfg>
+// T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
+template <class Cfg, class T = GemmTraits<Cfg>>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw,
-                                               const float (&acc)[GemmTraits<Cfg>::kAccum]) {
-  using T = GemmTraits<Cfg>;
+                                               const float (&acc)[T::kAccum]) {
   constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
   const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
   float base = p.alpha;
@@ -66,11 +66,10 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 }
 
 // Returns true when this CTA must run the epilogue (single split, or the last split of the tile);
-// then acc holds the sum of all splits.
-template <class Cfg>
-__device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w, const SmemView<GemmTraits<Cfg>>& sm,
-                                              float (&acc)[GemmTraits<Cfg>::kAccum]) {
-  using T = GemmTraits<Cfg>;
+// then acc holds the sum of all splits. flag: a shared-memory word of the CTA's scratch.
+template <class T>
+__device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w, unsigned* flag,
+                                              float (&acc)[T::kAccum]) {
   if (p.splits == 1) return true;
   const int ctid = threadIdx.x - T::kTransformThreads;
   constexpr int kVec = T::kAccum / 4;
@@ -81,7 +80,6 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
     ws[((tile_base + w.split) * kVec + q) * T::kConsumers + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   named_barrier_sync(2, T::kConsumers);
-  unsigned* flag = sm.scratch() + T::kSplitFlagWord;
   if (ctid == 0) {
     __threadfence();
     const int old = atomicAdd(p.counters + w.tile, 1);

@@ -26,33 +26,17 @@
 #include "gemm/sm90/smem.cuh"
 #include "gemm/sm90/traits.cuh"
 #include "gemm/sm90/transform.cuh"
-#include "numerics/minifloat.cuh"
+#include "gemm/sm90/nv_decode.cuh"
 
 namespace fp4jit::sm90 {
-
-// Decoded 16-bit (FP16 or BF16) bits of every block-scale code, for the nv kind.
-template <class T>
-__device__ __forceinline__ unsigned short nv_decode_bits(ScaleCode code_kind, unsigned code) {
-  const nx::MiniFloat fmt = code_kind == ScaleCode::ue4m3       ? nx::kUE4M3
-                            : code_kind == ScaleCode::ue5m3_nan ? nx::kUE5M3Nan
-                            : code_kind == ScaleCode::ue5m3_finite ? nx::kUE5M3Finite
-                                                                   : nx::kUE5M3Ieee;
-  if (code > nx::mf_mag_mask(fmt)) return 0;
-  const float v = nx::mf_decode(fmt, code);
-  const unsigned u = __float_as_uint(v);
-  if (T::kBF16) return static_cast<unsigned short>(nx::is_nan(v) ? 0x7FC0u : (u >> 16));  // exact: <= 4 bits
-  if (nx::is_nan(v)) return 0x7E00;
-  if (v == 0.0f) return 0;
-  // UE4M3 values lie in [2^-9, 448]: FP16 normals.
-  const int e = nx::floor_log2(v);
-  return static_cast<unsigned short>(((e + 15) << 10) | ((u & 0x7FFFFFu) >> 13));
-}
 
 template <class Cfg>
 __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
+  // Fallback of the staged path: run only when its expansion found a shift outside the window.
+  if (p_in.fallback != nullptr && p_in.fallback_runs != 0 && *p_in.fallback == 0u) return;
   GemmParams p = p_in;  // compile-time sizes fold into every role's loops and edge checks
   if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
   if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
@@ -81,7 +65,7 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
       reinterpret_cast<unsigned*>(sm.table_ptr())[2 * tid + 1] = hi;
     }
   } else if constexpr (T::kKind == ScaleKind::nv) {
-    if (tid < 256) reinterpret_cast<unsigned short*>(sm.table_ptr())[tid] = nv_decode_bits<T>(Cfg::kScaleCode, tid);
+    if (tid < 256) reinterpret_cast<unsigned short*>(sm.table_ptr())[tid] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, tid);
   }
   __syncthreads();
 
@@ -112,7 +96,7 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
       } else {
         mainloop_accumulate<T>(sm, pp, rw, acc);
       }
-      if (splitk_reduce<Cfg>(p, w, sm, acc)) epilogue_store<Cfg>(p, w, rw, acc);
+      if (splitk_reduce<T>(p, w, sm.scratch() + T::kSplitFlagWord, acc)) epilogue_store<Cfg>(p, w, rw, acc);
     }
   }
 #endif

@@ -1,0 +1,246 @@
+// fp4jit sm90 staged GEMM: C = epilogue(A' B'^T) where A' and B' are the operands expanded by
+// staged_expand.cuh into global scratch (E4M3 bytes for ms / mx, FP16 / BF16 for nv and ms_grad).
+//
+// Why a staged path next to the fused kernel (kernel.cuh): on Hopper the fused kernel expands B in
+// shared memory between the TMA load and the wgmma read, which costs more shared-memory bandwidth
+// and issue slots than the tensor cores leave (bench/gemm_sm90_notes.md). Writing the expanded
+// operands once (a memory-bound pass that moves about a tenth of the GEMM's time at LLaMA shapes)
+// lets this kernel be a plain TMA + shared-memory wgmma pipeline. Small M, where the bytes of the
+// weight dominate, stays with the fused kernel; the heuristic and the tuner choose per shape.
+//
+// 384 threads, one CTA per SM, persistent:
+//   warpgroup 0: one thread issues the TMA loads of A' (128 rows) and B' (BLOCK_N rows), 128 bytes
+//                of each row per K tile (128-byte swizzle), and the bulk copies of the tile's
+//                factors (mx, ms_grad) into a ring of kStages stages
+//   warpgroups 1, 2: 64 rows each, 4 shared-memory wgmmas per stage (K = 32 FP8 or 16 16-bit
+//                elements each); ms / nv accumulate over all of K in the tensor cores, mx and
+//                ms_grad promote every K tile into FP32 registers with the tile's factors
+//                a'[row] * b'[col]; epilogue and split-K shared with the fused kernel
+// The same K permutation (ms) is applied to both operands by the expansion, so the product is
+// unchanged. Host side: runtime/cuda/gemm_launch.cpp (tensor maps: uint8, row pitch = bytes of an
+// expanded row, box {128, 128} and {128, BLOCK_N}, CU_TENSOR_MAP_SWIZZLE_128B).
+#pragma once
+#include "gemm/sm90/config.cuh"
+#include "gemm/sm90/consumer.cuh"
+#include "gemm/sm90/epilogue.cuh"
+#include "gemm/sm90/ptx.cuh"
+#include "gemm/sm90/scheduler.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
+#include "gemm/sm90/wgmma_ss.cuh"
+
+namespace fp4jit::sm90 {
+
+template <class Cfg>
+struct StagedTraits {
+  static constexpr ScaleKind kKind = Cfg::kKind;
+  static constexpr StagedGeometry G = staged_geometry(kKind, Cfg::BLOCK_N, Cfg::kPackedStages);
+  static constexpr bool kFp8 = G.fp8;
+  static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
+  static constexpr bool kPromote = G.promote;
+  static constexpr bool kAFactor = G.a_factor;
+  static constexpr bool kBFactor = G.b_factor;
+  static constexpr int BLOCK_M = 128, BLOCK_N = Cfg::BLOCK_N;
+  static constexpr int BLOCK_K = G.block_k;
+  static constexpr int kAccum = BLOCK_N / 2;
+  static constexpr int kStages = Cfg::kPackedStages;
+  static constexpr int kThreads = G.threads;
+  static constexpr int kTransformThreads = 128;  // the producer warpgroup (epilogue.cuh's name)
+  static constexpr int kConsumers = 256;
+  static constexpr unsigned kTmaBytes = G.tma_bytes;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+  static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "BLOCK_N: 64, 128, 192 or 256");
+  static_assert(!kPromote || BLOCK_N <= 192, "promotion keeps two accumulator sets: BLOCK_N <= 192");
+  static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
+  static_assert(G.smem_bytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages or a smaller tile");
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
+                "register split exceeds the registers the CTA is launched with");
+
+  using MmaFp8 = WgmmaSS_e4m3<BLOCK_N>;
+  using MmaF16 = WgmmaSS_f16<BLOCK_N>;
+  using MmaBF16 = WgmmaSS_bf16<BLOCK_N>;
+};
+
+template <class T>
+struct StagedSmem {
+  unsigned char* base;
+  unsigned addr;
+  __device__ __forceinline__ explicit StagedSmem(unsigned char* raw) {
+    const unsigned a = smem_u32(raw);
+    const unsigned aligned = (a + 1023u) & ~1023u;
+    base = raw + (aligned - a);
+    addr = aligned;
+  }
+  __device__ __forceinline__ unsigned a(int s) const { return addr + s * T::G.stage_bytes; }
+  __device__ __forceinline__ unsigned b(int s) const { return a(s) + T::G.a_bytes; }
+  __device__ __forceinline__ unsigned char* a_ptr(int s) const { return base + s * T::G.stage_bytes; }
+  __device__ __forceinline__ unsigned char* b_ptr(int s) const { return a_ptr(s) + T::G.a_bytes; }
+  __device__ __forceinline__ unsigned char* factor_ptr(int s) const {
+    return base + T::G.factor_offset + s * T::G.factor_stage_bytes;
+  }
+  __device__ __forceinline__ unsigned factor(int s) const {
+    return addr + T::G.factor_offset + s * T::G.factor_stage_bytes;
+  }
+  __device__ __forceinline__ unsigned long long* full(int s) const {
+    return reinterpret_cast<unsigned long long*>(base + T::G.barrier_offset) + s;
+  }
+  __device__ __forceinline__ unsigned long long* empty(int s) const { return full(T::kStages + s); }
+  __device__ __forceinline__ unsigned* split_flag() const {
+    return reinterpret_cast<unsigned*>(base + T::G.scratch_offset);
+  }
+};
+
+// 1D bulk copy global -> shared, completing bytes on bar (16-byte aligned, a multiple of 16 bytes).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// 4 shared-memory wgmmas (one 128-byte K tile) of this consumer warpgroup into d.
+template <class T>
+__device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_rows, unsigned b, bool accumulate) {
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int st = 0; st < 4; ++st) {
+    const unsigned long long da = smem_desc_sw128(a_rows + 32 * st);
+    const unsigned long long db = smem_desc_sw128(b + 32 * st);
+    const int scale_d = (st > 0 || accumulate) ? 1 : 0;
+    if constexpr (T::kFp8) {
+      T::MmaFp8::mma(d, da, db, scale_d);
+    } else if constexpr (T::kBF16) {
+      T::MmaBF16::mma(d, da, db, scale_d);
+    } else {
+      T::MmaF16::mma(d, da, db, scale_d);
+    }
+  }
+  wgmma_commit();
+  fence_operands(d);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
+    gemm_staged_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                       const GemmParams p_in) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  using T = StagedTraits<Cfg>;
+  // The expansion found a shift outside the exact window: the fused kernel launched next does the work.
+  if (p_in.fallback != nullptr && *p_in.fallback != 0u) return;
+  GemmParams p = p_in;
+  if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
+  if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
+  extern __shared__ unsigned char smem_raw[];
+  const StagedSmem<T> sm(smem_raw);
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar_init(sm.full(s), 1);
+      mbar_init(sm.empty(s), 8);  // one arrive per consumer warp
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&tma_a);
+    tma_prefetch_desc(&tma_b);
+  }
+  __syncthreads();
+
+  using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+  const int k_bytes = T::kFp8 ? p.K : 2 * p.K;  // bytes of an expanded row
+  const int k_tiles = (k_bytes + 127) / 128;
+  const Sched sched(p.M, p.N, k_tiles, p.splits);
+  RingPos<T::kStages> pos;
+
+  if (tid < 128) {
+    setmaxnreg_dec<T::kProducerRegs>();
+    if (tid != 0) return;
+    for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
+      const WorkUnit w = sched.unit(u);
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        const int s = pos.slot();
+        mbar_wait(sm.empty(s), pos.empty_parity());
+        mbar_arrive_expect_tx(sm.full(s), T::kTmaBytes);
+        tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+        tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
+        if constexpr (T::kAFactor)
+          bulk_load(sm.factor_ptr(s), p.a_factor + static_cast<long long>(kt) * p.a_factor_ld + w.m0,
+                    T::G.a_factor_bytes, sm.full(s));
+        if constexpr (T::kBFactor)
+          bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
+                    p.b_factor + static_cast<long long>(kt) * p.b_factor_ld + w.n0, T::G.b_factor_bytes,
+                    sm.full(s));
+        ++pos.count;
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<T::kConsumerRegs>();
+  const int ctid = tid - 128;  // 0..255
+  const int wg = ctid / 128, wl = ctid & 127, lane = tid & 31;
+  ConsumerRows rw;
+  rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
+  rw.r1 = rw.r0 + 8;
+  rw.tig = lane & 3;
+  for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
+    const WorkUnit w = sched.unit(u);
+    float acc[T::kAccum];
+#pragma unroll
+    for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
+    if constexpr (!T::kPromote) {
+      int prev = -1;
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        const int s = pos.slot();
+        mbar_wait(sm.full(s), pos.full_parity());
+        staged_mma<T>(acc, sm.a(s) + wg * 64 * 128, sm.b(s), true);
+        wgmma_wait<1>();
+        if (prev >= 0) warp_arrive(sm.empty(prev));
+        prev = s;
+        ++pos.count;
+      }
+      wgmma_wait<0>();
+      if (prev >= 0) warp_arrive(sm.empty(prev));
+    } else {
+      float tmp[T::kAccum];
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        const int s = pos.slot();
+        mbar_wait(sm.full(s), pos.full_parity());
+        staged_mma<T>(tmp, sm.a(s) + wg * 64 * 128, sm.b(s), false);
+        const unsigned fac = sm.factor(s);
+        float f0 = 1.0f, f1 = 1.0f;
+        if constexpr (T::kAFactor) {
+          f0 = __uint_as_float(lds32(fac + 4 * rw.r0));
+          f1 = __uint_as_float(lds32(fac + 4 * rw.r1));
+        }
+        const unsigned fb = fac + T::G.a_factor_bytes;
+        if constexpr (T::kKind == ScaleKind::ms_grad) {  // one factor per K tile, stored for every column
+          const float g = __uint_as_float(lds32(fb));
+          f0 *= g;
+          f1 *= g;
+        }
+        wgmma_wait<0>();
+        fence_operands(tmp);
+#pragma unroll
+        for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+          float g0 = 1.0f, g1 = 1.0f;
+          if constexpr (T::kKind == ScaleKind::mx) {
+            unsigned u0, u1;
+            lds64(fb + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
+            g0 = __uint_as_float(u0);
+            g1 = __uint_as_float(u1);
+          }
+          acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
+          acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
+          acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
+          acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
+        }
+        warp_arrive(sm.empty(s));
+        ++pos.count;
+      }
+    }
+    if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) epilogue_store<Cfg, T>(p, w, rw, acc);
+  }
+#endif
+}
+
+}  // namespace fp4jit::sm90

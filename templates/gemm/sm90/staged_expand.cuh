@@ -1,0 +1,231 @@
+// Expansion pass of the staged sm90 GEMM (staged.cuh): one quantized operand [rows, K] is
+// rewritten as the tensor-core operand the staged kernel loads with TMA and multiplies with
+// shared-memory wgmma, exactly (every value below is representable, no rounding happens):
+//   ms       E4M3 bytes of E2M1 * 2^-6 (the per-row scales stay for the epilogue)
+//   mx       E4M3 bytes of E2M1 * 2^(t - 8), t = e - ref + 14 in [0, 14] for a block of scale
+//            code e and the largest code ref of its row's K tile (128 elements); the tile's factor
+//            2^(ref - 133) goes to factor[kt * factor_ld + row]
+//   nv       FP16 (UE4M3) or BF16 (UE5M3) of E2M1 * block scale (the tensor scales stay for the
+//            epilogue)
+//   ms_grad  A: FP16 of the E5M2 codes (the per-tensor scale stays for the epilogue);
+//            B: FP16 of E2M1 * 2^(c_k - ref), c_k the exponent of column k's power-of-two scale
+//            and ref the largest over the K tile (64 elements); factor 2^ref for every row
+// Blocks whose codes are all zero take no part in ref (they expand to zero whatever their scale).
+// A shift below the window (mx: t < 0; ms_grad: c_k - ref < -23) sets *flag: the staged kernel
+// then leaves D to the fused kernel, which handles any spread. NaN scales give NaN factors (the
+// whole row, or for ms_grad the whole tile, of the product is NaN, as in the reference).
+//
+// Element order: ms keeps expand.cuh's even/odd order inside every 8 elements; the staged kernel
+// applies it to both operands, which leaves the product unchanged.
+//
+// One thread per 32-element chunk (16 packed bytes): threads of one K tile sit in consecutive lanes
+// (4 for the FP8 path, 2 for the 16-bit path) and share the tile's reference through shuffles.
+// 256 threads per CTA; grid = ceil(rows * chunks_pad / 256), chunks_pad = K / 32 rounded up to a
+// whole tile.
+#pragma once
+#include "gemm/params.cuh"
+#include "gemm/sm90/config.cuh"
+#include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/nv_decode.cuh"
+#include "gemm/sm90/ptx.cuh"
+
+namespace fp4jit::sm90 {
+
+struct ExpandConfigBase {
+  static constexpr ScaleKind kKind = ScaleKind::mx;
+  static constexpr bool kOperandB = false;  // ms_grad: A holds E5M2 codes, B E2M1
+  static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
+  static constexpr int kBlockRows = 1;  // nv: 1 or 16
+};
+
+template <class Cfg>
+struct ExpandTraits {
+  static constexpr ScaleKind kKind = Cfg::kKind;
+  static constexpr bool kFp8 = kKind == ScaleKind::ms || kKind == ScaleKind::mx;
+  static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
+  static constexpr int kTileChunks = kFp8 ? 4 : 2;  // 32-element chunks per K tile (128 bytes expanded)
+  static constexpr int kOutChunkBytes = kFp8 ? 32 : 64;
+  static constexpr bool kFactor = kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
+  static constexpr int kThreads = 256;
+};
+
+FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k) {
+  const int chunks = k / 32, per_tile = fp8 ? 4 : 2;
+  return (chunks + per_tile - 1) / per_tile * per_tile;
+}
+
+// Max / or over the kTileChunks lanes of a K tile.
+template <int kLanes>
+__device__ __forceinline__ int tile_max(int v) {
+#pragma unroll
+  for (int o = 1; o < kLanes; o <<= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float pow2f(int e) {  // exact 2^e for e in [-149, 127]
+  if (e >= -126) return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
+  return __uint_as_float(1u << (e + 149));
+}
+
+__device__ __forceinline__ void store32(unsigned char* dst, const unsigned (&w)[8]) {
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+  d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
+  using T = ExpandTraits<Cfg>;
+  __shared__ unsigned short nv_table[256];
+  if constexpr (T::kKind == ScaleKind::nv) {
+    nv_table[threadIdx.x] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, threadIdx.x);
+    __syncthreads();
+  }
+  const int chunks = p.K / 32;
+  const int chunks_pad = expand_chunks_pad(T::kFp8, p.K);
+  const long long t = static_cast<long long>(blockIdx.x) * T::kThreads + threadIdx.x;
+  const int row = static_cast<int>(t / chunks_pad);
+  const int c = static_cast<int>(t - static_cast<long long>(row) * chunks_pad);
+  // Every lane takes part in the shuffles; inactive lanes (past the last row or chunk) contribute
+  // nothing and store nothing.
+  const bool active = row < p.rows && c < chunks;
+  unsigned char* out = static_cast<unsigned char*>(p.out) + static_cast<long long>(row) * p.out_ld +
+                       static_cast<long long>(c) * T::kOutChunkBytes;
+
+  if constexpr (T::kKind == ScaleKind::ms_grad && !Cfg::kOperandB) {
+    // E5M2 byte -> FP16 with the same bits in the high byte.
+    if (!active) return;
+    const uint4* src = reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld + 32ll * c);
+    const uint4 v0 = src[0], v1 = src[1];
+    const unsigned in[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+    unsigned lo[8], hi[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const unsigned w = in[i];
+      (i < 4 ? lo[2 * i] : hi[2 * (i - 4)]) = prmt(w, 0u, 0x1404u);
+      (i < 4 ? lo[2 * i + 1] : hi[2 * (i - 4) + 1]) = prmt(w, 0u, 0x3424u);
+    }
+    store32(out, lo);
+    store32(out + 32, hi);
+    return;
+  } else {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (active) v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld + 16ll * c);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    const bool nonzero = ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
+    const int kt = c / T::kTileChunks;
+
+    if constexpr (T::kKind == ScaleKind::ms) {
+      if (!active) return;
+      unsigned o[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], o[2 * i], o[2 * i + 1]);
+      store32(out, o);
+    } else if constexpr (T::kKind == ScaleKind::mx) {
+      const int e = active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
+      const bool nan = active && e == 0xFF;
+      const int ref = tile_max<T::kTileChunks>(active && nonzero && !nan ? e : -1);
+      const int any_nan = tile_max<T::kTileChunks>(nan ? 1 : 0);
+      if (!active) return;
+      int shift = kLutZero;
+      if (nan) {
+        shift = kLutNan;
+      } else if (nonzero) {
+        shift = e - ref + kLutMaxShift;
+        if (shift < 0) {
+          *p.flag = 1u;
+          shift = kLutZero;
+        }
+      }
+      unsigned lut_lo, lut_hi;
+      e4m3_lut(shift, lut_lo, lut_hi);
+      unsigned o[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+      store32(out, o);
+      if (c % T::kTileChunks == 0) {
+        const float f = any_nan ? __uint_as_float(0x7FC00000u) : ref < 0 ? 1.0f : pow2f(ref - 127 - kLutMaxShift + kLutBias);
+        p.factor[static_cast<long long>(kt) * p.factor_ld + row] = f;
+      }
+    } else if constexpr (T::kKind == ScaleKind::nv) {
+      if (!active) return;
+      const long long srow = static_cast<long long>(row / Cfg::kBlockRows) * p.scale_ld;
+      unsigned o[16];
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const unsigned s = nv_table[p.scale[srow + 2 * c + b]];
+        const unsigned s2 = s | (s << 16);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned l0, l1, h0, h1;
+          e2m1x8_to_16bit<T::kBF16>(w[2 * b + h], l0, l1, h0, h1);
+          o[8 * b + 4 * h + 0] = mul16x2<T::kBF16>(l0, s2);
+          o[8 * b + 4 * h + 1] = mul16x2<T::kBF16>(l1, s2);
+          o[8 * b + 4 * h + 2] = mul16x2<T::kBF16>(h0, s2);
+          o[8 * b + 4 * h + 3] = mul16x2<T::kBF16>(h1, s2);
+        }
+      }
+      const unsigned lo[8] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]};
+      const unsigned hi[8] = {o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]};
+      store32(out, lo);
+      store32(out + 32, hi);
+    } else {
+      // ms_grad B: a power-of-two scale per K column.
+      int ce[32];
+      int top = -1000;
+      bool bad = false;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        ce[j] = -1000;  // zero scale: the column contributes nothing
+        if (active) {
+          const float s = p.col_scale[32 * c + j];
+          const unsigned u = __float_as_uint(s) & 0x7FFFFFFFu;
+          if (u >= 0x7F800000u) {
+            bad = true;
+          } else if (u != 0u) {
+            ce[j] = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : -150 + (32 - __clz(static_cast<int>(u)));
+            top = max(top, ce[j]);
+          }
+        }
+      }
+      const int ref = tile_max<T::kTileChunks>(top);
+      const int any_bad = tile_max<T::kTileChunks>(bad ? 1 : 0);
+      if (!active) return;
+      unsigned o[16];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        unsigned l0, l1, h0, h1;
+        e2m1x8_to_16bit<false>(w[i], l0, l1, h0, h1);
+        const unsigned pr[4] = {l0, l1, h0, h1};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          unsigned m2 = 0u;
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int d = ce[8 * i + 2 * q + half] == -1000 ? -1000 : ce[8 * i + 2 * q + half] - ref;
+            unsigned bits = 0u;  // zero: the column's scale is zero (or its shift left the window)
+            if (d >= -14) {
+              bits = static_cast<unsigned>(d + 15) << 10;
+            } else if (d >= -24 + 1) {
+              bits = 1u << (d + 24);
+            } else if (d != -1000 && nonzero) {
+              *p.flag = 1u;
+            }
+            m2 |= bits << (16 * half);
+          }
+          o[4 * i + q] = mul_f16x2(pr[q], m2);
+        }
+      }
+      const unsigned lo[8] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]};
+      const unsigned hi[8] = {o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]};
+      store32(out, lo);
+      store32(out + 32, hi);
+      if (c % T::kTileChunks == 0) {
+        const float f = any_bad ? __uint_as_float(0x7FC00000u) : ref == -1000 ? 1.0f : pow2f(ref);
+        p.factor[static_cast<long long>(kt) * p.factor_ld + row] = f;
+      }
+    }
+  }
+}
+
+}  // namespace fp4jit::sm90

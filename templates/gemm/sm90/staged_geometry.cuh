@@ -1,0 +1,53 @@
+// Tile geometry and shared-memory layout of the staged sm90 GEMM (staged.cuh) as plain constexpr
+// C++: the kernel's traits derive from it and the host library computes the same numbers for the
+// launch and the scratch it allocates.
+//
+// Per K tile every row holds 128 bytes of the expanded operand (128 E4M3 elements, or 64 FP16 /
+// BF16): one 128-byte swizzle atom row, consumed by 4 wgmma K steps of 32 bytes.
+#pragma once
+#include "gemm/sm90/config.cuh"
+
+namespace fp4jit::sm90 {
+
+struct StagedGeometry {
+  bool fp8;         // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
+  bool promote;     // per-K-tile promotion with factors (mx, ms_grad)
+  bool a_factor;    // per-(K tile, row) factors of A (mx)
+  bool b_factor;    // of B (mx, ms_grad)
+  int block_k;      // elements per K tile
+  int elem_bytes;   // bytes per expanded element
+  int a_bytes, b_bytes, stage_bytes;
+  int a_factor_bytes, b_factor_bytes, factor_stage_bytes;
+  int factor_offset, barrier_offset, scratch_offset;
+  int smem_bytes;   // dynamic shared memory to launch with
+  int threads;
+  unsigned tma_bytes;  // bytes one stage receives
+};
+
+FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n, int stages) {
+  StagedGeometry g{};
+  g.fp8 = kind == ScaleKind::ms || kind == ScaleKind::mx;
+  g.promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
+  g.a_factor = kind == ScaleKind::mx;
+  g.b_factor = g.promote;
+  g.elem_bytes = g.fp8 ? 1 : 2;
+  g.block_k = 128 / g.elem_bytes;
+  g.a_bytes = 128 * 128;
+  g.b_bytes = block_n * 128;
+  g.stage_bytes = g.a_bytes + g.b_bytes;  // multiples of 1024: every stage is swizzle-atom aligned
+  g.a_factor_bytes = g.a_factor ? 128 * 4 : 0;
+  g.b_factor_bytes = g.b_factor ? block_n * 4 : 0;
+  g.factor_stage_bytes = g.a_factor_bytes + g.b_factor_bytes;
+  g.factor_offset = stages * g.stage_bytes;
+  g.barrier_offset = g.factor_offset + stages * g.factor_stage_bytes;
+  g.scratch_offset = g.barrier_offset + 2 * stages * 8;
+  g.smem_bytes = g.scratch_offset + 16 + 1024;  // split-K flag + alignment slack
+  g.threads = 384;
+  g.tma_bytes = static_cast<unsigned>(g.stage_bytes + g.factor_stage_bytes);
+  return g;
+}
+
+// Rows of the factor arrays (factor_ld): every tile's slice [n0, n0 + BLOCK_N) stays inside.
+FP4JIT_GEMM_CONSTEXPR int staged_factor_ld(int rows) { return (rows + 255) / 256 * 256 + 256; }
+
+}  // namespace fp4jit::sm90
