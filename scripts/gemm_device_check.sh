@@ -44,6 +44,7 @@ fi
 GEMMS=${GEMMS:-"8192x4096x4096 8192x11008x4096 8192x4096x11008"}
 args=()
 for g in $GEMMS; do args+=(--gemm "$g"); done
+[ "${BENCH:-1}" = 1 ] || GEMM_RECIPES=" "
 for r in ${GEMM_RECIPES:-nvfp4 mxfp4 msfp4}; do
   for kernel in ${KERNELS:-heuristic fused}; do
     say "bench gemm $r $kernel"

@@ -7,8 +7,9 @@
 #   3. tests/python/test_torch.py: fp4jit.torch.Linear forward and gradients against a
 #      fake-quantized PyTorch reference, every preset, CPU and CUDA; its row locality
 #      tests/python/test_train_gpt.py: the training example's data, goals, DDP and causality
-#   4. forward + backward of one nvfp4 Linear at LLaMA-7B shapes (8192 tokens, 4096 x 4096)
-#      against torch.nn.Linear in BF16 (BENCH=0 leaves it out)
+#   4. bench/torch_linear_bench.py: forward + backward of one Linear per recipe at LLaMA-7B
+#      shapes (8192 tokens) against torch.nn.Linear in BF16, CUDA-event medians (BENCH=0 leaves
+#      it out)
 # About 5 minutes. Results in $OUT (default /tmp/fp4jit_device): summary.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,8 +40,9 @@ for test in test_cuda test_torch test_train_gpt; do
   [[ $r -eq 0 ]] || rc=1
 done
 if [[ ${BENCH:-1} != 0 ]]; then
-  FP4JIT_BENCH=1 timeout 120 python3 tests/python/test_torch.py -v Training.test_speed_vs_bf16_linear \
-    >"$OUT/bench.log" 2>&1
-  summary "bench rc=$?: $(grep speedup "$OUT/bench.log")"
+  timeout 200 python3 bench/torch_linear_bench.py --shapes "${LINEAR_SHAPES:-8192x4096x4096,8192x11008x4096,8192x4096x11008}" \
+    --out "$OUT/linear_bench.json" >"$OUT/bench.log" 2>&1
+  summary "bench rc=$?:"
+  summary "$(cat "$OUT/bench.log")"
 fi
 exit $rc

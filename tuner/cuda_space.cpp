@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <set>
 
 #include "core/error.hpp"
@@ -103,7 +102,9 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
   // The staged kernel (expansion pass + shared-memory wgmma): tile widths, ring depths, rasters.
   const bool promote =
       spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::ms_grad;
-  for (int bn : promote ? std::initializer_list<int>{64, 128, 192} : std::initializer_list<int>{128, 256}) {
+  const std::vector<int> staged_widths =
+      promote ? std::vector<int>{64, 128, 192} : std::vector<int>{128, 256};
+  for (int bn : staged_widths) {
     const codegen::GemmSm90Config base = codegen::default_sm90_staged_config(spec, bn);
     const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + bn - 1) / bn);
     for (int depth : {0, -1, -2})

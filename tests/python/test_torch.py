@@ -8,12 +8,10 @@ within float32 rounding (float32 model) or bfloat16 rounding (bfloat16 model). R
 (host backend) and, where present, on CUDA; skipped (exit 77) without torch.
 
     FP4JIT_LIBRARY=build/libfp4jit.so PYTHONPATH=python python3 tests/python/test_torch.py -v
-FP4JIT_BENCH=1 adds the speed comparison with torch.nn.Linear in BF16 at LLaMA-7B shapes.
+The speed comparison with torch.nn.Linear in BF16 is bench/torch_linear_bench.py.
 """
 
-import os
 import sys
-import time
 import unittest
 import warnings
 
@@ -211,25 +209,6 @@ class Training(unittest.TestCase):
             y = layer(x)
         torch.cuda.current_stream().wait_stream(s)
         torch.testing.assert_close(y, base, rtol=0, atol=0)
-
-    @unittest.skipUnless(torch.cuda.is_available() and os.environ.get("FP4JIT_BENCH"), "CUDA and FP4JIT_BENCH=1")
-    def test_speed_vs_bf16_linear(self):
-        tokens, fin, fout = 8192, 4096, 4096
-        x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
-        results = {}
-        for name, layer in (("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16)),
-                            ("nvfp4", fp4.Linear(fin, fout, recipe="nvfp4", device="cuda", dtype=torch.bfloat16))):
-            for _ in range(3):
-                layer(x).backward(dy)
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(10):
-                layer(x).backward(dy)
-            torch.cuda.synchronize()
-            results[name] = (time.perf_counter() - start) / 10
-        print("\nforward+backward %dx%dx%d: bf16 %.3f ms, nvfp4 %.3f ms, speedup %.2fx"
-              % (tokens, fout, fin, results["bf16"] * 1e3, results["nvfp4"] * 1e3, results["bf16"] / results["nvfp4"]))
 
 
 if __name__ == "__main__":

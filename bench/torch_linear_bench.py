@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Forward + backward of one linear layer: torch.nn.Linear in BF16 against fp4jit.torch.Linear
+for each recipe (quantizers, the three GEMMs and every recipe step included), on one GPU.
+
+    FP4JIT_LIBRARY=... PYTHONPATH=python python3 bench/torch_linear_bench.py \\
+        --shapes 8192x4096x4096,8192x11008x4096,8192x4096x11008 --recipes nvfp4,mxfp4,msfp4
+
+Shapes are TOKENSxOUTxIN. Each figure is the median over --iters runs of CUDA events recorded
+around one forward and backward on the current stream, after --warmup runs; the ratio is BF16's
+time over the recipe's (above 1: faster than BF16). --out writes the table as JSON.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+import fp4jit.torch as fp4
+
+
+def time_layer(layer, x, dy, warmup, iters):
+    for _ in range(warmup):
+        layer(x).backward(dy)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        layer(x).backward(dy)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="8192x4096x4096")
+    ap.add_argument("--recipes", default="nvfp4,mxfp4,msfp4,tetrajet,ue5m3")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("torch_linear_bench: no CUDA device", file=sys.stderr)
+        return 2
+    rows = []
+    print("%-18s %-10s %10s %10s" % ("shape", "layer", "ms", "vs bf16"))
+    for shape in args.shapes.split(","):
+        tokens, fout, fin = (int(v) for v in shape.split("x"))
+        x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
+        layers = [("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16))]
+        layers += [(r, fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16))
+                   for r in args.recipes.split(",") if r]
+        base = None
+        for name, layer in layers:
+            ms = time_layer(layer, x, dy, args.warmup, args.iters)
+            base = ms if base is None else base
+            rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3)})
+            print("%-18s %-10s %10.3f %9.2fx" % (shape, name, ms, base / ms))
+            del layer
+        torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
