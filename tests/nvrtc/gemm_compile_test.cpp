@@ -59,7 +59,7 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
     c.raster_along_m = false;
     c.raster_group = 4;
     out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
-    c = codegen::default_sm90_staged_config(spec, promote ? 192 : 256);
+    c = codegen::default_sm90_staged_config(spec, promote ? 128 : 256);
     c.packed_stages = 3;
     out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
   }

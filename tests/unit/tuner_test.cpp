@@ -296,7 +296,7 @@ TEST(CudaSpace, Sm90GemmCandidatesArePrunedBeforeCompiling) {
       EXPECT_EQ(c.choice.splits, 1) << "tiles fill the SMs: no split-K";
       EXPECT_LE(c.choice.grid, 132);
       if (spec.path == codegen::GemmPath::mx) {  // two accumulator sets
-        EXPECT_LE(c.choice.sm90.block_n, c.choice.sm90.staged ? 192 : 128);
+        EXPECT_LE(c.choice.sm90.block_n, 128);
       }
     }
     // Both sm90 kernels are searched.

@@ -15,7 +15,8 @@
 //   warpgroups 1, 2: 64 rows each, 4 shared-memory wgmmas per stage (K = 32 FP8 or 16 16-bit
 //                elements each); ms / nv accumulate over all of K in the tensor cores, mx and
 //                ms_grad promote every K tile into FP32 registers with the tile's factors
-//                a'[row] * b'[col]; epilogue and split-K shared with the fused kernel
+//                a'[row] * b'[col], one tile's product in flight while the previous one is
+//                promoted; epilogue and split-K shared with the fused kernel
 // The same K permutation (ms) is applied to both operands by the expansion, so the product is
 // unchanged. Host side: runtime/cuda/gemm_launch.cpp (tensor maps: uint8, row pitch = bytes of an
 // expanded row, box {128, 128} and {128, BLOCK_N}, CU_TENSOR_MAP_SWIZZLE_128B).
@@ -49,10 +50,13 @@ struct StagedTraits {
   static constexpr unsigned kTmaBytes = G.tma_bytes;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-  static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "BLOCK_N: 64, 128, 192 or 256");
-  static_assert(!kPromote || BLOCK_N <= 192, "promotion keeps two accumulator sets: BLOCK_N <= 192");
+  static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
+                "BLOCK_N: 64, 128, 192 or 256");
+  static_assert(!kPromote || BLOCK_N <= 128,
+                "promotion keeps three accumulator sets: BLOCK_N <= 128");
   static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
-  static_assert(G.smem_bytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages or a smaller tile");
+  static_assert(G.smem_bytes <= 227 * 1024,
+                "shared memory exceeds 227 KB: fewer stages or a smaller tile");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
                 "register split exceeds the registers the CTA is launched with");
 
@@ -73,7 +77,9 @@ struct StagedSmem {
   }
   __device__ __forceinline__ unsigned a(int s) const { return addr + s * T::G.stage_bytes; }
   __device__ __forceinline__ unsigned b(int s) const { return a(s) + T::G.a_bytes; }
-  __device__ __forceinline__ unsigned char* a_ptr(int s) const { return base + s * T::G.stage_bytes; }
+  __device__ __forceinline__ unsigned char* a_ptr(int s) const {
+    return base + s * T::G.stage_bytes;
+  }
   __device__ __forceinline__ unsigned char* b_ptr(int s) const { return a_ptr(s) + T::G.a_bytes; }
   __device__ __forceinline__ unsigned char* factor_ptr(int s) const {
     return base + T::G.factor_offset + s * T::G.factor_stage_bytes;
@@ -91,16 +97,19 @@ struct StagedSmem {
 };
 
 // 1D bulk copy global -> shared, completing bytes on bar (16-byte aligned, a multiple of 16 bytes).
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
+                                          unsigned long long* bar) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_u32(dst)),
       "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_u32(bar))
       : "memory");
 }
 
 // 4 shared-memory wgmmas (one 128-byte K tile) of this consumer warpgroup into d.
 template <class T>
-__device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_rows, unsigned b, bool accumulate) {
+__device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_rows, unsigned b,
+                                           bool accumulate) {
   fence_operands(d);
   wgmma_fence();
 #pragma unroll
@@ -120,13 +129,50 @@ __device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_row
   fence_operands(d);
 }
 
+// acc += tmp * a_factor[row] * b_factor[col] with stage s's factors (ms_grad: one factor per K
+// tile, stored for every column), then stage s is released.
+template <class T, class Smem>
+__device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRows& rw,
+                                               float (&tmp)[T::kAccum], int s,
+                                               float (&acc)[T::kAccum]) {
+  fence_operands(tmp);
+  const unsigned fac = sm.factor(s);
+  float f0 = 1.0f, f1 = 1.0f;
+  if constexpr (T::kAFactor) {
+    f0 = __uint_as_float(lds32(fac + 4 * rw.r0));
+    f1 = __uint_as_float(lds32(fac + 4 * rw.r1));
+  }
+  const unsigned fb = fac + T::G.a_factor_bytes;
+  if constexpr (T::kKind == ScaleKind::ms_grad) {
+    const float g = __uint_as_float(lds32(fb));
+    f0 *= g;
+    f1 *= g;
+  }
+#pragma unroll
+  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+    float g0 = 1.0f, g1 = 1.0f;
+    if constexpr (T::kKind == ScaleKind::mx) {
+      unsigned u0, u1;
+      lds64(fb + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
+      g0 = __uint_as_float(u0);
+      g1 = __uint_as_float(u1);
+    }
+    acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
+    acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
+    acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
+    acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
+  }
+  warp_arrive(sm.empty(s));
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
     gemm_staged_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
                        const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = StagedTraits<Cfg>;
-  // The expansion found a shift outside the exact window: the fused kernel launched next does the work.
+  // The expansion found a shift outside the exact window: the fused kernel launched next does the
+  // work.
   if (p_in.fallback != nullptr && *p_in.fallback != 0u) return;
   GemmParams p = p_in;
   if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
@@ -163,12 +209,13 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
         tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
         tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
         if constexpr (T::kAFactor)
-          bulk_load(sm.factor_ptr(s), p.a_factor + static_cast<long long>(kt) * p.a_factor_ld + w.m0,
+          bulk_load(sm.factor_ptr(s),
+                    p.a_factor + static_cast<long long>(kt) * p.a_factor_ld + w.m0,
                     T::G.a_factor_bytes, sm.full(s));
         if constexpr (T::kBFactor)
           bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
-                    p.b_factor + static_cast<long long>(kt) * p.b_factor_ld + w.n0, T::G.b_factor_bytes,
-                    sm.full(s));
+                    p.b_factor + static_cast<long long>(kt) * p.b_factor_ld + w.n0,
+                    T::G.b_factor_bytes, sm.full(s));
         ++pos.count;
       }
     }
@@ -201,41 +248,39 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
       wgmma_wait<0>();
       if (prev >= 0) warp_arrive(sm.empty(prev));
     } else {
-      float tmp[T::kAccum];
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        const int s = pos.slot();
+      // Two products in flight: the tensor cores run K tile i into one set while tile i - 1's
+      // set is promoted into acc.
+      float t0[T::kAccum], t1[T::kAccum];
+      const int n = w.kt_end - w.kt_begin;
+      int pending = -1;  // stage of the product waiting for promotion
+      for (int i = 0; i < n;) {
+        int s = pos.slot();
         mbar_wait(sm.full(s), pos.full_parity());
-        staged_mma<T>(tmp, sm.a(s) + wg * 64 * 128, sm.b(s), false);
-        const unsigned fac = sm.factor(s);
-        float f0 = 1.0f, f1 = 1.0f;
-        if constexpr (T::kAFactor) {
-          f0 = __uint_as_float(lds32(fac + 4 * rw.r0));
-          f1 = __uint_as_float(lds32(fac + 4 * rw.r1));
-        }
-        const unsigned fb = fac + T::G.a_factor_bytes;
-        if constexpr (T::kKind == ScaleKind::ms_grad) {  // one factor per K tile, stored for every column
-          const float g = __uint_as_float(lds32(fb));
-          f0 *= g;
-          f1 *= g;
-        }
-        wgmma_wait<0>();
-        fence_operands(tmp);
-#pragma unroll
-        for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-          float g0 = 1.0f, g1 = 1.0f;
-          if constexpr (T::kKind == ScaleKind::mx) {
-            unsigned u0, u1;
-            lds64(fb + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
-            g0 = __uint_as_float(u0);
-            g1 = __uint_as_float(u1);
-          }
-          acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
-          acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
-          acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
-          acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
-        }
-        warp_arrive(sm.empty(s));
+        staged_mma<T>(t0, sm.a(s) + wg * 64 * 128, sm.b(s), false);
         ++pos.count;
+        if (pending >= 0) {
+          wgmma_wait<1>();
+          staged_promote<T>(sm, rw, t1, pending, acc);
+        }
+        pending = s;
+        if (++i == n) {
+          wgmma_wait<0>();
+          staged_promote<T>(sm, rw, t0, pending, acc);
+          pending = -1;
+          break;
+        }
+        s = pos.slot();
+        mbar_wait(sm.full(s), pos.full_parity());
+        staged_mma<T>(t1, sm.a(s) + wg * 64 * 128, sm.b(s), false);
+        ++pos.count;
+        wgmma_wait<1>();
+        staged_promote<T>(sm, rw, t0, pending, acc);
+        pending = s;
+        ++i;
+      }
+      if (pending >= 0) {
+        wgmma_wait<0>();
+        staged_promote<T>(sm, rw, t1, pending, acc);
       }
     }
     if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) epilogue_store<Cfg, T>(p, w, rw, acc);

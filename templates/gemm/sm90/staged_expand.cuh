@@ -43,9 +43,11 @@ struct ExpandTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
   static constexpr bool kFp8 = kKind == ScaleKind::ms || kKind == ScaleKind::mx;
   static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
-  static constexpr int kTileChunks = kFp8 ? 4 : 2;  // 32-element chunks per K tile (128 bytes expanded)
+  static constexpr int kTileChunks =
+      kFp8 ? 4 : 2;  // 32-element chunks per K tile (128 bytes expanded)
   static constexpr int kOutChunkBytes = kFp8 ? 32 : 64;
-  static constexpr bool kFactor = kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
+  static constexpr bool kFactor =
+      kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
   static constexpr int kThreads = 256;
 };
 
@@ -95,7 +97,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
   if constexpr (T::kKind == ScaleKind::ms_grad && !Cfg::kOperandB) {
     // E5M2 byte -> FP16 with the same bits in the high byte.
     if (!active) return;
-    const uint4* src = reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld + 32ll * c);
+    const uint4* src = reinterpret_cast<const uint4*>(
+        p.codes + static_cast<long long>(row) * p.code_ld + 32ll * c);
     const uint4 v0 = src[0], v1 = src[1];
     const unsigned in[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
     unsigned lo[8], hi[8];
@@ -110,7 +113,9 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
     return;
   } else {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (active) v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld + 16ll * c);
+    if (active)
+      v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
+                                          16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
     const bool nonzero = ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
     const int kt = c / T::kTileChunks;
@@ -122,7 +127,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], o[2 * i], o[2 * i + 1]);
       store32(out, o);
     } else if constexpr (T::kKind == ScaleKind::mx) {
-      const int e = active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
+      const int e =
+          active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
       const bool nan = active && e == 0xFF;
       const int ref = tile_max<T::kTileChunks>(active && nonzero && !nan ? e : -1);
       const int any_nan = tile_max<T::kTileChunks>(nan ? 1 : 0);
@@ -144,7 +150,9 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
       store32(out, o);
       if (c % T::kTileChunks == 0) {
-        const float f = any_nan ? __uint_as_float(0x7FC00000u) : ref < 0 ? 1.0f : pow2f(ref - 127 - kLutMaxShift + kLutBias);
+        const float f = any_nan   ? __uint_as_float(0x7FC00000u)
+                        : ref < 0 ? 1.0f
+                                  : pow2f(ref - 127 - kLutMaxShift + kLutBias);
         p.factor[static_cast<long long>(kt) * p.factor_ld + row] = f;
       }
     } else if constexpr (T::kKind == ScaleKind::nv) {
@@ -183,7 +191,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           if (u >= 0x7F800000u) {
             bad = true;
           } else if (u != 0u) {
-            ce[j] = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : -150 + (32 - __clz(static_cast<int>(u)));
+            ce[j] = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127
+                                     : -150 + (32 - __clz(static_cast<int>(u)));
             top = max(top, ce[j]);
           }
         }
@@ -202,7 +211,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           unsigned m2 = 0u;
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const int d = ce[8 * i + 2 * q + half] == -1000 ? -1000 : ce[8 * i + 2 * q + half] - ref;
+            const int d =
+                ce[8 * i + 2 * q + half] == -1000 ? -1000 : ce[8 * i + 2 * q + half] - ref;
             unsigned bits = 0u;  // zero: the column's scale is zero (or its shift left the window)
             if (d >= -14) {
               bits = static_cast<unsigned>(d + 15) << 10;

@@ -10,16 +10,16 @@
 namespace fp4jit::sm90 {
 
 struct StagedGeometry {
-  bool fp8;         // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
-  bool promote;     // per-K-tile promotion with factors (mx, ms_grad)
-  bool a_factor;    // per-(K tile, row) factors of A (mx)
-  bool b_factor;    // of B (mx, ms_grad)
-  int block_k;      // elements per K tile
-  int elem_bytes;   // bytes per expanded element
+  bool fp8;        // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
+  bool promote;    // per-K-tile promotion with factors (mx, ms_grad)
+  bool a_factor;   // per-(K tile, row) factors of A (mx)
+  bool b_factor;   // of B (mx, ms_grad)
+  int block_k;     // elements per K tile
+  int elem_bytes;  // bytes per expanded element
   int a_bytes, b_bytes, stage_bytes;
   int a_factor_bytes, b_factor_bytes, factor_stage_bytes;
   int factor_offset, barrier_offset, scratch_offset;
-  int smem_bytes;   // dynamic shared memory to launch with
+  int smem_bytes;  // dynamic shared memory to launch with
   int threads;
   unsigned tma_bytes;  // bytes one stage receives
 };
@@ -48,6 +48,8 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
 }
 
 // Rows of the factor arrays (factor_ld): every tile's slice [n0, n0 + BLOCK_N) stays inside.
-FP4JIT_GEMM_CONSTEXPR int staged_factor_ld(int rows) { return (rows + 255) / 256 * 256 + 256; }
+FP4JIT_GEMM_CONSTEXPR int staged_factor_ld(int rows) {
+  return (rows + 255) / 256 * 256 + 256;
+}
 
 }  // namespace fp4jit::sm90
