@@ -135,14 +135,7 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
     c.grid = static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff));
     return c;
   }
-  const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(spec.path));
-  const int mi = static_cast<int>(std::min<std::int64_t>(m, 0x7fffffff));
-  const sm90::GemmChoice h =
-      sm90::choose_gemm(kind, mi, static_cast<int>(spec.n), static_cast<int>(spec.k), sm_count);
-  c.sm90 = default_sm90_config(spec, h.block_n);
-  c.splits = h.splits;
-  c.grid = h.grid;
-  return m < kStagedMinRows ? c : choose_sm90_gemm(spec, m, sm_count, true);
+  return choose_sm90_gemm(spec, m, sm_count, m >= kStagedMinRows);
 }
 
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged) {
