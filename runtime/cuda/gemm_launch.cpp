@@ -8,6 +8,7 @@
 
 #include "core/log.hpp"
 #include "gemm/params.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
 #include "runtime/cuda/cuda_backend.hpp"
 #include "runtime/cuda/gemm_plan.hpp"
 
@@ -257,10 +258,10 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
         e.factor_ld = fac_ld;
       }
       e.flag = flag;
-      const bool fp8 = plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
-      const std::int64_t per_tile = fp8 ? 4 : 2;
-      const std::int64_t chunks_pad = (shape.k / 32 + per_tile - 1) / per_tile * per_tile;
-      const std::int64_t ctas = (rows * chunks_pad + 255) / 256;
+      const bool fp8 =
+          plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
+      const std::int64_t ctas =
+          (rows * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k)) + 255) / 256;
       if (ctas > 0x7fffffff)
         fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
              shape.k);

@@ -28,6 +28,7 @@
 #include "gemm/sm90/expand.cuh"
 #include "gemm/sm90/nv_decode.cuh"
 #include "gemm/sm90/ptx.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::sm90 {
 
@@ -50,11 +51,6 @@ struct ExpandTraits {
       kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
   static constexpr int kThreads = 256;
 };
-
-FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k) {
-  const int chunks = k / 32, per_tile = fp8 ? 4 : 2;
-  return (chunks + per_tile - 1) / per_tile * per_tile;
-}
 
 // Max / or over the kTileChunks lanes of a K tile.
 template <int kLanes>

@@ -47,6 +47,13 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   return g;
 }
 
+// 32-element chunks per row of the expansion pass (one thread each), K / 32 rounded up to a whole
+// K tile (4 chunks on the FP8 path, 2 on the 16-bit path); its grid is rows * this / 256 CTAs.
+FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k) {
+  const int chunks = k / 32, per_tile = fp8 ? 4 : 2;
+  return (chunks + per_tile - 1) / per_tile * per_tile;
+}
+
 // Rows of the factor arrays (factor_ld): every tile's slice [n0, n0 + BLOCK_N) stays inside.
 FP4JIT_GEMM_CONSTEXPR int staged_factor_ld(int rows) {
   return (rows + 255) / 256 * 256 + 256;
