@@ -139,33 +139,15 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
 }
 
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged) {
-  GemmChoice c;
   const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(spec.path));
   const int mi = static_cast<int>(std::min<std::int64_t>(m, 0x7fffffff));
-  const sm90::GemmChoice h =
-      sm90::choose_gemm(kind, mi, static_cast<int>(spec.n), static_cast<int>(spec.k), sm_count);
-  c.sm90 = default_sm90_config(spec, h.block_n);
+  const sm90::GemmChoice h = sm90::choose_gemm(kind, mi, static_cast<int>(spec.n),
+                                               static_cast<int>(spec.k), sm_count, staged);
+  GemmChoice c;
+  c.sm90 = staged ? default_sm90_staged_config(spec, h.block_n)
+                  : default_sm90_config(spec, h.block_n);
   c.splits = h.splits;
   c.grid = h.grid;
-  if (!staged) return c;
-  // Staged: the widest tile the path allows when it fills the SMs' waves about as well.
-  const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
-  const std::int64_t tm = (m + 127) / 128;
-  const auto waves_used = [&](int bn) {
-    const std::int64_t t = tm * ((spec.n + bn - 1) / bn);
-    return static_cast<double>(t) / static_cast<double>((t + sm_count - 1) / sm_count * sm_count);
-  };
-  const int wide = promote ? 128 : 256;
-  const int bn = waves_used(wide) * 1.12 >= waves_used(128) ? wide : 128;
-  c.sm90 = default_sm90_staged_config(spec, bn);
-  const std::int64_t tiles = tm * ((spec.n + bn - 1) / bn);
-  const int block_k = (spec.path == GemmPath::nv || spec.path == GemmPath::ms_grad) ? 64 : 128;
-  const std::int64_t k_tiles = (spec.k + block_k - 1) / block_k;
-  c.splits = 1;
-  if (2 * tiles <= sm_count)
-    c.splits = static_cast<int>(
-        std::clamp<std::int64_t>(std::min<std::int64_t>(sm_count / tiles, k_tiles / 4), 1, 16));
-  c.grid = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, sm_count));
   return c;
 }
 

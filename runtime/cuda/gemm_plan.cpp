@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm90/geometry.cuh"
+#include "gemm/sm90/heuristic.cuh"
 #include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::cuda {
@@ -17,14 +18,13 @@ int default_sm_count(const std::string& target) {
 }
 
 int sm90_k_tiles(const codegen::GemmSpec& spec) {
-  const int block_k =
-      (spec.path == codegen::GemmPath::nv || spec.path == codegen::GemmPath::ms_grad) ? 64 : 128;
+  const int block_k = sm90::sm90_block_k(static_cast<sm90::ScaleKind>(static_cast<int>(spec.path)));
   return static_cast<int>((spec.k + block_k - 1) / block_k);
 }
 
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits,
               int sm_count) {
-  const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + block_n - 1) / block_n);
+  const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, block_n);
   return static_cast<int>(std::min<std::int64_t>(tiles * splits, sm_count));
 }
 

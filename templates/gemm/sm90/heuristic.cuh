@@ -3,8 +3,8 @@
 //
 // Rules (first version, from the FLOP-per-byte of each tile and the wave count):
 //   * BLOCK_N: ms and nv prefer 256 (two 64x256 consumer tiles read each expanded B stage), mx
-//     and ms_grad are limited to 128 by their two accumulator sets; 128 also wherever it gives a
-//     fuller last wave.
+//     and ms_grad are limited to 128 by their accumulator sets (both kernels); 128 also wherever it
+//     gives a fuller last wave.
 //   * split-K when the tiles fill less than half of the SMs: enough splits to fill them, at least
 //     4 K tiles per split.
 //   * persistent grid: min(work units, SMs).
@@ -21,32 +21,45 @@ struct GemmChoice {
 
 FP4JIT_GEMM_CONSTEXPR int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
 
-FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms) {
-  const int block_k = (kind == ScaleKind::nv || kind == ScaleKind::ms_grad) ? 64 : 128;
-  const int k_tiles = ceil_div_i(K, block_k);
-  const int tm = ceil_div_i(M, 128);
-  int best_bn = 128;
-  if (kind == ScaleKind::ms || kind == ScaleKind::nv) {
-    // Fraction of the SM-waves doing useful work, with a bonus for the wider tile.
-    const int t256 = tm * ceil_div_i(N, 256), t128 = tm * ceil_div_i(N, 128);
-    const double e256 = static_cast<double>(t256) / (ceil_div_i(t256, sms) * sms);
-    const double e128 = static_cast<double>(t128) / (ceil_div_i(t128, sms) * sms);
-    // Wider tiles read fewer bytes per FLOP: worth ~12% of utilisation.
-    best_bn = e256 * 1.12 >= e128 ? 256 : 128;
-    // Narrow outputs waste half of a 256-wide tile.
-    if (N <= 128) best_bn = 128;
-  }
-  const int tiles = tm * ceil_div_i(N, best_bn);
-  int splits = 1;
-  if (2 * tiles <= sms) {
-    splits = sms / tiles;
-    const int max_splits = k_tiles / 4 > 1 ? k_tiles / 4 : 1;
-    if (splits > max_splits) splits = max_splits;
-    if (splits > 16) splits = 16;
-    if (splits < 1) splits = 1;
-  }
-  const int units = tiles * splits;
-  return GemmChoice{best_bn, splits, units < sms ? units : sms};
+// Elements per K tile: 128 on the FP8 path, 64 on the 16-bit path (both kernels).
+FP4JIT_GEMM_CONSTEXPR int sm90_block_k(ScaleKind kind) {
+  return (kind == ScaleKind::nv || kind == ScaleKind::ms_grad) ? 64 : 128;
+}
+
+// Output tiles of 128 rows x block_n.
+FP4JIT_GEMM_CONSTEXPR long long sm90_tiles(long long M, long long N, int block_n) {
+  return ((M + 127) / 128) * ((N + block_n - 1) / block_n);
+}
+
+// Fraction of the SM-waves that does useful work.
+FP4JIT_GEMM_CONSTEXPR double wave_fill(long long tiles, int sms) {
+  return static_cast<double>(tiles) / static_cast<double>((tiles + sms - 1) / sms * sms);
+}
+
+// Split-K when the tiles fill less than half of the SMs: enough splits to fill them, at least 4
+// K tiles per split, at most 16.
+FP4JIT_GEMM_CONSTEXPR int split_k(long long tiles, int k_tiles, int sms) {
+  if (2 * tiles > sms) return 1;
+  long long splits = sms / tiles;
+  const int max_splits = k_tiles / 4 > 1 ? k_tiles / 4 : 1;
+  if (splits > max_splits) splits = max_splits;
+  if (splits > 16) splits = 16;
+  return splits < 1 ? 1 : static_cast<int>(splits);
+}
+
+// staged: the staged kernel (staged.cuh), whose promoting paths keep three accumulator sets.
+FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms, bool staged = false) {
+  const int k_tiles = ceil_div_i(K, sm90_block_k(kind));
+  const bool promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
+  // Wider tiles read fewer bytes per FLOP: worth ~12% of utilisation.
+  const int wide = (staged ? !promote : kind == ScaleKind::ms || kind == ScaleKind::nv) ? 256 : 128;
+  int best_bn = wave_fill(sm90_tiles(M, N, wide), sms) * 1.12 >= wave_fill(sm90_tiles(M, N, 128), sms) ? wide : 128;
+  // Narrow outputs waste half of a 256-wide tile (fused kernel).
+  if (!staged && N <= 128) best_bn = 128;
+  const long long tiles = sm90_tiles(M, N, best_bn);
+  const int splits = split_k(tiles, k_tiles, sms);
+  const long long units = tiles * splits;
+  return GemmChoice{best_bn, splits, static_cast<int>(units < sms ? units : sms)};
 }
 
 }  // namespace fp4jit::sm90

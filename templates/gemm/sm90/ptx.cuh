@@ -14,6 +14,19 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// The dynamic shared memory rounded up to 1024 bytes (128-byte swizzle atoms need it); the
+// kernels' layouts add 1024 bytes of slack for this.
+struct AlignedSmem {
+  unsigned char* base;  // 1024-aligned generic pointer
+  unsigned addr;        // its shared-window address
+  __device__ __forceinline__ explicit AlignedSmem(unsigned char* raw) {
+    const unsigned a = smem_u32(raw);
+    const unsigned aligned = (a + 1023u) & ~1023u;
+    base = raw + (aligned - a);
+    addr = aligned;
+  }
+};
+
 // ---- mbarrier -------------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");

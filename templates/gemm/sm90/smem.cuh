@@ -20,16 +20,8 @@ constexpr unsigned kUnitLast = 2u;   // the last stage of this work unit
 constexpr unsigned kChainCont = 4u;  // (ms promotion) continue the accumulation chain
 
 template <class T>
-struct SmemView {
-  unsigned char* base;  // 1024-aligned generic pointer
-  unsigned addr;        // its shared-window address
-
-  __device__ __forceinline__ explicit SmemView(unsigned char* raw) {
-    const unsigned a = smem_u32(raw);
-    const unsigned aligned = (a + 1023u) & ~1023u;
-    base = raw + (aligned - a);
-    addr = aligned;
-  }
+struct SmemView : AlignedSmem {
+  __device__ __forceinline__ explicit SmemView(unsigned char* raw) : AlignedSmem(raw) {}
   __device__ __forceinline__ unsigned exp(int e) const { return addr + T::kExpOffset + e * T::kExpStageBytes; }
   __device__ __forceinline__ unsigned exp_a(int e) const { return exp(e) + T::kExpBBytes; }  // packed A copy
   __device__ __forceinline__ unsigned char* packed_a_ptr(int s) const {

@@ -66,15 +66,8 @@ struct StagedTraits {
 };
 
 template <class T>
-struct StagedSmem {
-  unsigned char* base;
-  unsigned addr;
-  __device__ __forceinline__ explicit StagedSmem(unsigned char* raw) {
-    const unsigned a = smem_u32(raw);
-    const unsigned aligned = (a + 1023u) & ~1023u;
-    base = raw + (aligned - a);
-    addr = aligned;
-  }
+struct StagedSmem : AlignedSmem {
+  __device__ __forceinline__ explicit StagedSmem(unsigned char* raw) : AlignedSmem(raw) {}
   __device__ __forceinline__ unsigned a(int s) const { return addr + s * T::G.stage_bytes; }
   __device__ __forceinline__ unsigned b(int s) const { return a(s) + T::G.a_bytes; }
   __device__ __forceinline__ unsigned char* a_ptr(int s) const {

@@ -2,6 +2,7 @@
 // Register-A (RS) wgmma.mma_async wrappers, FP32 accumulation, B K-major in shared memory.
 //   d[N/2]: accumulator fragment; a0..a3: A fragment; desc_b: B descriptor;
 //   scale_d: 0 overwrites D, 1 accumulates.
+// clang-format off
 #pragma once
 
 namespace fp4jit::sm90 {
@@ -476,3 +477,4 @@ template <> struct WgmmaRS_bf16<256> {
 };
 
 }  // namespace fp4jit::sm90
+// clang-format on

@@ -2,6 +2,7 @@
 // Shared-memory (SS) wgmma.mma_async wrappers, FP32 accumulation, A and B K-major in shared memory.
 //   d[N/2]: accumulator fragment; desc_a, desc_b: operand descriptors;
 //   scale_d: 0 overwrites D, 1 accumulates.
+// clang-format off
 #pragma once
 
 namespace fp4jit::sm90 {
@@ -359,3 +360,4 @@ template <> struct WgmmaSS_bf16<256> {
 };
 
 }  // namespace fp4jit::sm90
+// clang-format on
