@@ -144,8 +144,8 @@ GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, 
   const sm90::GemmChoice h = sm90::choose_gemm(kind, mi, static_cast<int>(spec.n),
                                                static_cast<int>(spec.k), sm_count, staged);
   GemmChoice c;
-  c.sm90 = staged ? default_sm90_staged_config(spec, h.block_n)
-                  : default_sm90_config(spec, h.block_n);
+  c.sm90 =
+      staged ? default_sm90_staged_config(spec, h.block_n) : default_sm90_config(spec, h.block_n);
   c.splits = h.splits;
   c.grid = h.grid;
   return c;

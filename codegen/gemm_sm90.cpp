@@ -32,9 +32,9 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
            promote ? 128 : 256, gemm_path_name(spec.path));
     if (packed_stages < 2 || packed_stages > 16)
       fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps in 2..16", text());
-    if (raster_group < 1)
-      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
-    const sm90::StagedGeometry g = sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
+    if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+    const sm90::StagedGeometry g =
+        sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
     if (g.smem_bytes > 227 * 1024)
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
@@ -83,7 +83,8 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
   c.block_n = block_n;
   c.packed_stages = 6;
   while (c.packed_stages > 2 &&
-         sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages).smem_bytes > 227 * 1024)
+         sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages).smem_bytes >
+             227 * 1024)
     --c.packed_stages;
   return c;
 }

@@ -101,9 +101,8 @@ class CudaGemmJob final : public GemmProblemJob {
 
   void compile(const Candidate& c) override {
     const CudaGemmCandidate& g = entry_of(space_, c);
-    for (const codegen::KernelSource& k :
-         codegen::gemm_kernels(spec_, g.choice, shape_.m, backend_.device().sm_count,
-                               backend_.device().target))
+    for (const codegen::KernelSource& k : codegen::gemm_kernels(
+             spec_, g.choice, shape_.m, backend_.device().sm_count, backend_.device().target))
       cuda::kernel_binary(k, backend_.cache());
   }
 

@@ -166,9 +166,8 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
   }
 }
 
-void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes,
-                                     const void* b_codes, const GemmShape& shape,
-                                     gemm::GemmParams& p, CUstream s) {
+void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
+                                     const GemmShape& shape, gemm::GemmParams& p, CUstream s) {
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
                               plan.block_m, plan.swizzle_bytes);
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
@@ -267,9 +266,9 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
              shape.k);
       CUfunction fn = modules_->function(kernel);
       void* params[] = {&e};
-      check(d_.launch_kernel(fn, static_cast<unsigned>(ctas), 1, 1, 256, 1, 1, 0, s, params,
-                             nullptr),
-            "cuLaunchKernel (GEMM operand expansion)");
+      check(
+          d_.launch_kernel(fn, static_cast<unsigned>(ctas), 1, 1, 256, 1, 1, 0, s, params, nullptr),
+          "cuLaunchKernel (GEMM operand expansion)");
     };
     expand(plan.expand_a, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset, plan.a_row_bytes,
            fac_a_offset, plan.a_factor_ld);

@@ -65,7 +65,9 @@ Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t 
     const float s = std::exp2(u(gen));
     for (std::int64_t c = 0; c < cols; ++c) {
       float x = normal(gen) * s;
-      if (stress) x *= col[static_cast<std::size_t>(c)] * block[static_cast<std::size_t>((r / 16) * bc + c / 16)];
+      if (stress)
+        x *= col[static_cast<std::size_t>(c)] *
+             block[static_cast<std::size_t>((r / 16) * bc + c / 16)];
       m(r, c) = x;
     }
   }
@@ -256,7 +258,8 @@ TEST_P(GpuGemm, MatchesDoubleReference) {
   }
   const double rel = std::sqrt(err / norm);
   std::cout << "GEMM_ERROR " << c.recipe << " " << name(c.op) << " " << gemm_shape_text(sh) << " "
-            << c.kernel << (c.stress ? " stress" : "") << " rel_frobenius=" << rel << (s.occ ? " (with OCC compensation)" : "") << "\n";
+            << c.kernel << (c.stress ? " stress" : "") << " rel_frobenius=" << rel
+            << (s.occ ? " (with OCC compensation)" : "") << "\n";
   RecordProperty("rel_frobenius", std::to_string(rel));
   EXPECT_LE(rel, 1e-4);
 }

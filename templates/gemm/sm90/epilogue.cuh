@@ -22,7 +22,8 @@ using gemm::store_pair;
 
 // T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
 template <class Cfg, class T = GemmTraits<Cfg>>
-__device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw,
+__device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w,
+                                               const ConsumerRows& rw,
                                                const float (&acc)[T::kAccum]) {
   constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
   const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
@@ -68,8 +69,8 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 // Returns true when this CTA must run the epilogue (single split, or the last split of the tile);
 // then acc holds the sum of all splits. flag: a shared-memory word of the CTA's scratch.
 template <class T>
-__device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w, unsigned* flag,
-                                              float (&acc)[T::kAccum]) {
+__device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w,
+                                              unsigned* flag, float (&acc)[T::kAccum]) {
   if (p.splits == 1) return true;
   const int ctid = threadIdx.x - T::kTransformThreads;
   constexpr int kVec = T::kAccum / 4;

@@ -19,7 +19,9 @@ struct GemmChoice {
   int grid;
 };
 
-FP4JIT_GEMM_CONSTEXPR int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
+FP4JIT_GEMM_CONSTEXPR int ceil_div_i(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 // Elements per K tile: 128 on the FP8 path, 64 on the 16-bit path (both kernels).
 FP4JIT_GEMM_CONSTEXPR int sm90_block_k(ScaleKind kind) {
@@ -48,12 +50,15 @@ FP4JIT_GEMM_CONSTEXPR int split_k(long long tiles, int k_tiles, int sms) {
 }
 
 // staged: the staged kernel (staged.cuh), whose promoting paths keep three accumulator sets.
-FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms, bool staged = false) {
+FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms,
+                                             bool staged = false) {
   const int k_tiles = ceil_div_i(K, sm90_block_k(kind));
   const bool promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
   // Wider tiles read fewer bytes per FLOP: worth ~12% of utilisation.
   const int wide = (staged ? !promote : kind == ScaleKind::ms || kind == ScaleKind::nv) ? 256 : 128;
-  int best_bn = wave_fill(sm90_tiles(M, N, wide), sms) * 1.12 >= wave_fill(sm90_tiles(M, N, 128), sms) ? wide : 128;
+  int best_bn =
+      wave_fill(sm90_tiles(M, N, wide), sms) * 1.12 >= wave_fill(sm90_tiles(M, N, 128), sms) ? wide
+                                                                                             : 128;
   // Narrow outputs waste half of a 256-wide tile (fused kernel).
   if (!staged && N <= 128) best_bn = 128;
   const long long tiles = sm90_tiles(M, N, best_bn);

@@ -21,18 +21,19 @@
 #include "gemm/sm90/consumer.cuh"
 #include "gemm/sm90/epilogue.cuh"
 #include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/nv_decode.cuh"
 #include "gemm/sm90/ptx.cuh"
 #include "gemm/sm90/scheduler.cuh"
 #include "gemm/sm90/smem.cuh"
 #include "gemm/sm90/traits.cuh"
 #include "gemm/sm90/transform.cuh"
-#include "gemm/sm90/nv_decode.cuh"
 
 namespace fp4jit::sm90 {
 
 template <class Cfg>
 __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
-    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p_in) {
+    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
   // Fallback of the staged path: run only when its expansion found a shift outside the window.
@@ -65,7 +66,9 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
       reinterpret_cast<unsigned*>(sm.table_ptr())[2 * tid + 1] = hi;
     }
   } else if constexpr (T::kKind == ScaleKind::nv) {
-    if (tid < 256) reinterpret_cast<unsigned short*>(sm.table_ptr())[tid] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, tid);
+    if (tid < 256)
+      reinterpret_cast<unsigned short*>(sm.table_ptr())[tid] =
+          nv_decode_bits<T::kBF16>(Cfg::kScaleCode, tid);
   }
   __syncthreads();
 
@@ -96,7 +99,8 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
       } else {
         mainloop_accumulate<T>(sm, pp, rw, acc);
       }
-      if (splitk_reduce<T>(p, w, sm.scratch() + T::kSplitFlagWord, acc)) epilogue_store<Cfg>(p, w, rw, acc);
+      if (splitk_reduce<T>(p, w, sm.scratch() + T::kSplitFlagWord, acc))
+        epilogue_store<Cfg>(p, w, rw, acc);
     }
   }
 #endif

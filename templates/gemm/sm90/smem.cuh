@@ -22,26 +22,42 @@ constexpr unsigned kChainCont = 4u;  // (ms promotion) continue the accumulation
 template <class T>
 struct SmemView : AlignedSmem {
   __device__ __forceinline__ explicit SmemView(unsigned char* raw) : AlignedSmem(raw) {}
-  __device__ __forceinline__ unsigned exp(int e) const { return addr + T::kExpOffset + e * T::kExpStageBytes; }
-  __device__ __forceinline__ unsigned exp_a(int e) const { return exp(e) + T::kExpBBytes; }  // packed A copy
+  __device__ __forceinline__ unsigned exp(int e) const {
+    return addr + T::kExpOffset + e * T::kExpStageBytes;
+  }
+  __device__ __forceinline__ unsigned exp_a(int e) const {
+    return exp(e) + T::kExpBBytes;
+  }  // packed A copy
   __device__ __forceinline__ unsigned char* packed_a_ptr(int s) const {
     return base + T::kPackedOffset + s * T::kPackedStageBytes;
   }
-  __device__ __forceinline__ unsigned char* packed_b_ptr(int s) const { return packed_a_ptr(s) + T::kPackedABytes; }
+  __device__ __forceinline__ unsigned char* packed_b_ptr(int s) const {
+    return packed_a_ptr(s) + T::kPackedABytes;
+  }
   __device__ __forceinline__ unsigned packed_a(int s) const {
     return addr + T::kPackedOffset + s * T::kPackedStageBytes;
   }
-  __device__ __forceinline__ unsigned packed_b(int s) const { return packed_a(s) + T::kPackedABytes; }
-  __device__ __forceinline__ unsigned header(int e) const { return addr + T::kHeaderOffset + e * T::kHeaderBytes; }
-  __device__ __forceinline__ unsigned tile_info(int e) const { return header(e) + T::BLOCK_M * T::kRowInfoBytes; }
+  __device__ __forceinline__ unsigned packed_b(int s) const {
+    return packed_a(s) + T::kPackedABytes;
+  }
+  __device__ __forceinline__ unsigned header(int e) const {
+    return addr + T::kHeaderOffset + e * T::kHeaderBytes;
+  }
+  __device__ __forceinline__ unsigned tile_info(int e) const {
+    return header(e) + T::BLOCK_M * T::kRowInfoBytes;
+  }
   __device__ __forceinline__ unsigned table() const { return addr + T::kTableOffset; }
   __device__ __forceinline__ unsigned char* table_ptr() const { return base + T::kTableOffset; }
   __device__ __forceinline__ unsigned long long* bar(int k) const {
     return reinterpret_cast<unsigned long long*>(base + T::kBarrierOffset) + k;
   }
   __device__ __forceinline__ unsigned long long* packed_full(int s) const { return bar(s); }
-  __device__ __forceinline__ unsigned long long* packed_empty(int s) const { return bar(T::kPackedStages + s); }
-  __device__ __forceinline__ unsigned long long* exp_full(int e) const { return bar(2 * T::kPackedStages + e); }
+  __device__ __forceinline__ unsigned long long* packed_empty(int s) const {
+    return bar(T::kPackedStages + s);
+  }
+  __device__ __forceinline__ unsigned long long* exp_full(int e) const {
+    return bar(2 * T::kPackedStages + e);
+  }
   __device__ __forceinline__ unsigned long long* exp_empty(int e) const {
     return bar(2 * T::kPackedStages + T::kExpStages + e);
   }
@@ -55,12 +71,15 @@ template <int kStages>
 struct RingPos {
   int count = 0;
   __device__ __forceinline__ int slot() const { return count % kStages; }
-  __device__ __forceinline__ unsigned full_parity() const { return static_cast<unsigned>(count / kStages) & 1u; }
+  __device__ __forceinline__ unsigned full_parity() const {
+    return static_cast<unsigned>(count / kStages) & 1u;
+  }
   __device__ __forceinline__ unsigned empty_parity() const { return full_parity() ^ 1u; }
 };
 
 __device__ __forceinline__ void publish_progress(unsigned* progress, int slot, unsigned value) {
-  if (progress != nullptr) *reinterpret_cast<volatile unsigned*>(progress + 4 * blockIdx.x + slot) = value;
+  if (progress != nullptr)
+    *reinterpret_cast<volatile unsigned*>(progress + 4 * blockIdx.x + slot) = value;
 }
 
 // One arrive per warp, after every lane's prior shared-memory accesses.
