@@ -1,6 +1,6 @@
 // Helpers shared by the format tests (formats_test.cpp, minifloat_test.cpp): the nearest
-// rounding modes, their names, float neighbours, a mismatch collector for long sweeps and the
-// random inputs of the sweeps.
+// rounding modes, their names (core/recipe.hpp), float neighbours, a mismatch collector for long
+// sweeps and the random inputs of the sweeps.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,26 +12,16 @@
 #include <string>
 
 #include "core/format.hpp"
+#include "core/recipe.hpp"
 #include "tests/unit/format_oracle.hpp"
 
 namespace fp4jit::test {
 
 inline constexpr Round kNearestModes[] = {Round::even, Round::away, Round::up, Round::zero};
 
+// The recipe text's name of the mode (core/recipe.hpp): even, away, up, zero.
 inline std::string round_name(Round r) {
-  switch (r) {
-    case Round::even:
-      return "even";
-    case Round::away:
-      return "away";
-    case Round::up:
-      return "up";
-    case Round::zero:
-      return "zero";
-    case Round::stochastic:
-      return "stochastic";
-  }
-  return "?";
+  return std::string(name(r));
 }
 
 inline float next_up(float x) {
