@@ -21,26 +21,6 @@ void check_aligned(const void* p, std::size_t alignment, std::string_view what) 
     fail(ErrorKind::invalid_argument, "{} must be {}-byte aligned (got {})", what, alignment, p);
 }
 
-// Frees stream-ordered scratch on every way out.
-class Scratch {
- public:
-  Scratch(const Driver& d, CUstream s, std::int64_t bytes) : d_(d), stream_(s) {
-    if (bytes > 0)
-      check(d_.mem_alloc_async(&ptr_, static_cast<std::size_t>(bytes), stream_), "cuMemAllocAsync");
-  }
-  ~Scratch() {
-    if (ptr_ != 0) d_.mem_free_async(ptr_, stream_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  std::uintptr_t base() const { return static_cast<std::uintptr_t>(ptr_); }
-
- private:
-  const Driver& d_;
-  CUstream stream_;
-  CUdeviceptr ptr_ = 0;
-};
-
 }  // namespace
 
 CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
@@ -59,6 +39,10 @@ CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
     cache_ = std::make_unique<KernelCache>(options.cache_path.empty() ? KernelCache::default_path()
                                                                       : options.cache_path);
   modules_ = std::make_unique<ModuleRegistry>(d_, ctx_, cache_.get());
+  {
+    ContextGuard guard(d_, ctx_);
+    workspace_ = std::make_unique<WorkspacePool>(d_, device_);
+  }
   char name[256] = {};
   check(d_.device_get_name(name, sizeof name, device_), "cuDeviceGetName");
   const Nvrtc& nvrtc = Nvrtc::get();
@@ -74,6 +58,10 @@ CudaBackend::CudaBackend(const EngineOptions& options) : d_(require_driver()) {
 }
 
 CudaBackend::~CudaBackend() {
+  if (workspace_) {
+    ContextGuard guard(d_, ctx_);
+    workspace_.reset();
+  }
   modules_.reset();
   if (ctx_ != nullptr) d_.primary_ctx_release(device_);
 }
@@ -96,7 +84,7 @@ void CudaBackend::run(void* stream, MakePlan make_plan) {
   const auto s = static_cast<CUstream>(stream);
   Arena counting;
   make_plan(counting);
-  Scratch scratch(d_, s, counting.used());
+  const Workspace scratch(*workspace_, s, counting.used());
   Arena arena(scratch.base());
   const Plan plan = make_plan(arena);
   for (const Step& step : plan) {

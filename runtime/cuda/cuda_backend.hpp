@@ -11,6 +11,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/modules.hpp"
 #include "runtime/cuda/plan.hpp"
+#include "runtime/cuda/workspace.hpp"
 #include "runtime/tuning_keys.hpp"
 
 namespace fp4jit::cuda {
@@ -79,6 +80,7 @@ class CudaBackend final : public Backend {
   DeviceInfo info_;
   std::unique_ptr<KernelCache> cache_;
   std::unique_ptr<ModuleRegistry> modules_;
+  std::unique_ptr<WorkspacePool> workspace_;  // every call's scratch
   std::unique_ptr<TunedConfigs> tuned_;
   std::string description_;
   std::int64_t last_bytes_ = 0;

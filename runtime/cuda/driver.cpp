@@ -44,6 +44,12 @@ static_assert(std::is_same_v<decltype(Driver::mem_alloc), PFN_cuMemAlloc_v3020>)
 static_assert(std::is_same_v<decltype(Driver::mem_free), PFN_cuMemFree_v3020>);
 static_assert(std::is_same_v<decltype(Driver::mem_alloc_async), PFN_cuMemAllocAsync_v11020>);
 static_assert(std::is_same_v<decltype(Driver::mem_free_async), PFN_cuMemFreeAsync_v11020>);
+static_assert(std::is_same_v<decltype(Driver::mem_pool_create), PFN_cuMemPoolCreate_v11020>);
+static_assert(std::is_same_v<decltype(Driver::mem_pool_destroy), PFN_cuMemPoolDestroy_v11020>);
+static_assert(
+    std::is_same_v<decltype(Driver::mem_pool_set_attribute), PFN_cuMemPoolSetAttribute_v11020>);
+static_assert(std::is_same_v<decltype(Driver::mem_alloc_from_pool_async),
+                             PFN_cuMemAllocFromPoolAsync_v11020>);
 static_assert(std::is_same_v<decltype(Driver::memcpy_htod), PFN_cuMemcpyHtoD_v3020>);
 static_assert(std::is_same_v<decltype(Driver::memcpy_dtoh), PFN_cuMemcpyDtoH_v3020>);
 static_assert(std::is_same_v<decltype(Driver::memcpy_dtod_async), PFN_cuMemcpyDtoDAsync_v3020>);
@@ -132,6 +138,10 @@ Loaded load() {
       resolve(get_proc, 3020, "cuMemFree", d.mem_free, why) &&
       resolve(get_proc, 11020, "cuMemAllocAsync", d.mem_alloc_async, why) &&
       resolve(get_proc, 11020, "cuMemFreeAsync", d.mem_free_async, why) &&
+      resolve(get_proc, 11020, "cuMemPoolCreate", d.mem_pool_create, why) &&
+      resolve(get_proc, 11020, "cuMemPoolDestroy", d.mem_pool_destroy, why) &&
+      resolve(get_proc, 11020, "cuMemPoolSetAttribute", d.mem_pool_set_attribute, why) &&
+      resolve(get_proc, 11020, "cuMemAllocFromPoolAsync", d.mem_alloc_from_pool_async, why) &&
       resolve(get_proc, 3020, "cuMemcpyHtoD", d.memcpy_htod, why) &&
       resolve(get_proc, 3020, "cuMemcpyDtoH", d.memcpy_dtoh, why) &&
       resolve(get_proc, 3020, "cuMemcpyDtoDAsync", d.memcpy_dtod_async, why) &&

@@ -34,6 +34,10 @@ struct Driver {
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemAllocAsync) mem_alloc_async = nullptr;
   decltype(&::cuMemFreeAsync) mem_free_async = nullptr;
+  decltype(&::cuMemPoolCreate) mem_pool_create = nullptr;  // the workspace pool (workspace.hpp)
+  decltype(&::cuMemPoolDestroy) mem_pool_destroy = nullptr;
+  decltype(&::cuMemPoolSetAttribute) mem_pool_set_attribute = nullptr;
+  decltype(&::cuMemAllocFromPoolAsync) mem_alloc_from_pool_async = nullptr;
   decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
   decltype(&::cuMemcpyDtoDAsync) memcpy_dtod_async = nullptr;

@@ -26,30 +26,6 @@ void check_alignment(const void* p, std::size_t alignment, std::string_view what
          p);
 }
 
-// Stream-ordered device scratch, freed on every way out.
-class StreamScratch {
- public:
-  StreamScratch(const Driver& d, CUstream s, std::int64_t bytes) : d_(d), stream_(s) {
-    if (bytes > 0)
-      check(d_.mem_alloc_async(&ptr_, static_cast<std::size_t>(bytes), stream_), "cuMemAllocAsync");
-  }
-  ~StreamScratch() {
-    if (ptr_ != 0) d_.mem_free_async(ptr_, stream_);
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  template <class T>
-  T* at(std::int64_t byte_offset) const {
-    return reinterpret_cast<T*>(
-        static_cast<std::uintptr_t>(ptr_ + static_cast<CUdeviceptr>(byte_offset)));
-  }
-
- private:
-  const Driver& d_;
-  CUstream stream_;
-  CUdeviceptr ptr_ = 0;
-};
-
 // Packed codes [rows, row_bytes] as a 2D uint8 tensor; box {box_bytes, box_rows}.
 CUtensorMap tensor_map(const Driver& d, const void* codes, std::int64_t row_bytes,
                        std::int64_t rows, int box_bytes, int box_rows, int swizzle) {
@@ -217,7 +193,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const std::int64_t wt_offset =
       reserve(occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0);
   const std::int64_t rows_offset = reserve(occ ? (shape.m + 1) * 8 : 0);
-  StreamScratch scratch(d_, s, top);
+  const Workspace scratch(*workspace_, s, top);
 
   const auto zero_counters = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
                                  std::int64_t counters) {
