@@ -46,7 +46,9 @@ struct GemmSm90Config {
   int raster_group = 8;
   bool raster_along_m = true;
   bool nv_interleave = false;
-  // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m"
+  int period = 1;  // staged mx / ms_grad: K tiles per promotion segment (staged_geometry.cuh)
+  // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
+  // period is not 1)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };
@@ -82,7 +84,9 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
                               const std::string& target);
 // The expansion pass of the staged sm90 path for operand A (b = false) or B of the spec
 // (templates/gemm/sm90/staged_expand.cuh); independent of the shape.
-KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, const std::string& target);
+// The staged path's expansion of operand A (b = false) or B, for a promotion period.
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
+                                     const std::string& target);
 KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& config,
                                const std::string& target);
 // The parts every target's GEMM kernel shares: the stub's template gemm/<arch>/kernel.cuh, its

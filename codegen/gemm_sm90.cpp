@@ -17,8 +17,9 @@ sm90::ScaleKind kind_of(GemmPath p) {
 
 std::string GemmSm90Config::text() const {
   if (staged)
-    return fmt::format("sg=1,bn={},ps={},rg={}{}", block_n, packed_stages, raster_group,
-                       raster_along_m ? "m" : "n");
+    return fmt::format("sg=1,bn={},ps={},rg={}{}{}", block_n, packed_stages, raster_group,
+                       raster_along_m ? "m" : "n",
+                       period != 1 ? fmt::format(",pp={}", period) : std::string());
   return fmt::format("bn={},ps={},es={},rg={}{},il={}", block_n, packed_stages, exp_stages,
                      raster_group, raster_along_m ? "m" : "n", nv_interleave ? 1 : 0);
 }
@@ -33,6 +34,10 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     if (packed_stages < 2 || packed_stages > 16)
       fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps in 2..16", text());
     if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+    if (!sm90::staged_period_ok(promote, period))
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: pp (K tiles per promotion) must be {} for path {}", text(),
+           promote ? "1, 2, 4 or 8" : "1", gemm_path_name(spec.path));
     const sm90::StagedGeometry g =
         sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
     if (g.smem_bytes > 227 * 1024)
@@ -47,6 +52,9 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
   if (packed_stages < 2 || packed_stages > 16 || exp_stages < 2)
     fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps in 2..16, es >= 2", text());
   if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+  if (period != 1)
+    fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: pp applies to the staged kernel only",
+         text());
   const sm90::GemmGeometry g =
       sm90::gemm_geometry(kind_of(spec.path), 128, block_n, packed_stages, exp_stages, 1);
   if (g.smem_bytes > 227 * 1024)
@@ -81,6 +89,7 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
   GemmSm90Config c;
   c.staged = true;
   c.block_n = block_n;
+  c.period = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad ? sm90::kStagedPeriod : 1;
   c.packed_stages = 6;
   while (c.packed_stages > 2 &&
          sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages).smem_bytes >
@@ -89,7 +98,8 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
   return c;
 }
 
-KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, const std::string& target) {
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
+                                     const std::string& target) {
   KernelSource k;
   k.op = "gemm_sm90_expand";
   k.function = "expand_kernel";
@@ -105,14 +115,17 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, const std::st
       "  static constexpr bool kOperandB = {};\n"
       "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
       "  static constexpr int kBlockRows = {};\n"
+      "  static constexpr int kPeriod = {};\n"
       "}};\n",
-      gemm_path_name(spec.path), b, spec.scale_code, block_rows);
+      gemm_path_name(spec.path), b, spec.scale_code, block_rows, period);
   k.key_text = KeyText()
                    .add("op", k.op)
                    .add("path", gemm_path_name(spec.path))
                    .add("operand", b ? "b" : "a")
                    .add("codes", b ? spec.b_text : spec.a_text)
-                   .add("config", fmt::format("block_rows={},threads=256", block_rows))
+                   .add("config", fmt::format("block_rows={},threads=256{}", block_rows,
+                                              period != 1 ? fmt::format(",period={}", period)
+                                                          : std::string()))
                    .add("target", target)
                    .text();
   return k;
@@ -129,13 +142,15 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
         "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
         "  static constexpr int BLOCK_N = {};\n"
         "  static constexpr int kPackedStages = {};\n"
+        "  static constexpr int kPeriod = {};\n"
         "  static constexpr int kRasterGroup = {};\n"
         "  static constexpr bool kRasterAlongM = {};\n"
         "  static constexpr g::OutType kOut = {};\n"
         "  static constexpr int kN = {}, kK = {};\n"
         "}};\n",
         gemm_path_name(spec.path), spec.scale_code, config.block_n, config.packed_stages,
-        config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n, spec.k);
+        config.period, config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n,
+        spec.k);
     KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
     k.header = "gemm/sm90/staged.cuh";
     k.function = "gemm_staged_kernel";

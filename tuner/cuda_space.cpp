@@ -111,7 +111,8 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
       for (const auto& [rg, along_m] :
            {std::pair{8, true}, std::pair{8, false}, std::pair{16, true}})
         for (int splits : split_set) {
-          if (splits > 1 && (k_tiles / splits < 2 || tiles >= sm_count)) continue;
+          const int units = cuda::sm90_split_units(spec, base);
+          if (splits > 1 && (units / splits < 2 || tiles >= sm_count)) continue;
           codegen::GemmChoice c = h;
           c.sm90 = base;
           c.sm90.packed_stages = base.packed_stages + depth;

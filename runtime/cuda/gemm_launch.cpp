@@ -187,8 +187,8 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       reserve(fb != nullptr && fb->choice.splits > 1 ? fb->tiles * 4 : 0);
   const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
   const std::int64_t exp_b_offset = reserve(plan.staged ? shape.n * plan.b_row_bytes : 0);
-  const std::int64_t fac_a_offset = reserve(std::int64_t{plan.k_tiles} * plan.a_factor_ld * 4);
-  const std::int64_t fac_b_offset = reserve(std::int64_t{plan.k_tiles} * plan.b_factor_ld * 4);
+  const std::int64_t fac_a_offset = reserve(std::int64_t{plan.factor_rows} * plan.a_factor_ld * 4);
+  const std::int64_t fac_b_offset = reserve(std::int64_t{plan.factor_rows} * plan.b_factor_ld * 4);
   const std::int64_t flag_offset = reserve(fb != nullptr ? 4 : 0);
   const std::int64_t wt_offset =
       reserve(occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0);
@@ -236,7 +236,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       const bool fp8 =
           plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
       const std::int64_t ctas =
-          (rows * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k)) + 255) / 256;
+          (rows * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k), plan.period) + 255) / 256;
       if (ctas > 0x7fffffff)
         fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
              shape.k);

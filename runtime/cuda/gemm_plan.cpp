@@ -22,6 +22,11 @@ int sm90_k_tiles(const codegen::GemmSpec& spec) {
   return static_cast<int>((spec.k + block_k - 1) / block_k);
 }
 
+int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config) {
+  const int k_tiles = sm90_k_tiles(spec);
+  return config.staged ? (k_tiles + config.period - 1) / config.period : k_tiles;
+}
+
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits,
               int sm_count) {
   const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, block_n);
@@ -64,6 +69,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
     } else if (key == "rg" && !sm100) {
       c.sm90.raster_group = v;
       c.sm90.raster_along_m = along_m;
+    } else if (key == "pp" && !sm100) {
+      c.sm90.period = v;
     } else if (key == "il" && !sm100) {
       c.sm90.nv_interleave = v != 0;
     } else if (key == "sk" && !sm100) {
@@ -81,9 +88,10 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
     return c;
   }
   c.sm90.validate(spec);
-  if (c.splits < 1 || c.splits > sm90_k_tiles(spec))
-    fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles)",
-         text, c.splits, sm90_k_tiles(spec));
+  const int units = sm90_split_units(spec, c.sm90);
+  if (c.splits < 1 || c.splits > units)
+    fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles{})",
+         text, c.splits, units, units != sm90_k_tiles(spec) ? ", in promotion segments" : "");
   c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count);
   return c;
 }
@@ -123,11 +131,12 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.b_code_row_bytes = p.b_row_bytes;
     p.a_row_bytes = shape.k * g.elem_bytes;
     p.b_row_bytes = shape.k * g.elem_bytes;
-    p.k_tiles = static_cast<int>((p.a_row_bytes + 127) / 128);
+    p.period = c.period;
+    p.factor_rows = sm90_split_units(p.spec, c);
     if (g.a_factor) p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
     if (g.b_factor) p.b_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.n));
-    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, device.target);
-    p.expand_b = codegen::gemm_sm90_expand_kernel(p.spec, true, device.target);
+    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, c.period, device.target);
+    p.expand_b = codegen::gemm_sm90_expand_kernel(p.spec, true, c.period, device.target);
     if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
       p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));
   } else {

@@ -25,12 +25,14 @@ struct GemmPlan {
   std::int64_t tiles = 0;                         // output tiles
   std::int64_t workspace_floats = 0;              // split-K partial sums (0 without split-K)
   // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
-  // pitch above is the same), the factor arrays' rows per K tile (0: none), and the fused plan
-  // that runs instead when an expansion leaves the exact window (mx, ms_grad).
+  // pitch above is the same), the promotion period, the factor arrays (factor_rows segments of
+  // a_factor_ld / b_factor_ld floats; ld 0: none), and the fused plan that runs instead when an
+  // expansion leaves the exact window (mx, ms_grad).
   bool staged = false;
   codegen::KernelSource expand_a, expand_b;
   std::int64_t a_code_row_bytes = 0, b_code_row_bytes = 0;  // packed codes (the expansions' input)
-  int k_tiles = 0;
+  int period = 1;
+  int factor_rows = 0;
   int a_factor_ld = 0, b_factor_ld = 0;
   std::vector<GemmPlan> fallback;  // empty or one
   // Every kernel this plan launches.
@@ -45,13 +47,15 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
 
 // A choice as the tuner stores it: sm_90a "bn=128,ps=7,es=4,rg=8m,il=0,sk=2" (the config text and
 // split-K), sm_100a "bn=128,st=4". parse_gemm_choice validates it against the spec (shared
-// memory, tile width per path, split-K <= K tiles) and sets the grid for M rows; throws
+// memory, tile width per path, split-K <= its split units) and sets the grid for M rows; throws
 // Error(invalid_argument) naming the field at fault.
 std::string gemm_choice_text(const codegen::GemmChoice& choice, const std::string& target);
 codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::GemmSpec& spec,
                                       std::int64_t m, int sm_count, const std::string& target);
 // K tiles of the sm90 kernel for a spec (its BLOCK_K: 64 for nv and ms_grad, else 128).
 int sm90_k_tiles(const codegen::GemmSpec& spec);
+// What split-K divides: K tiles, or for the staged kernel whole promotion segments.
+int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config);
 // Persistent grid: min(tiles * splits, SMs).
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count);
 

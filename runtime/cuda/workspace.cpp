@@ -61,6 +61,8 @@ Workspace::Workspace(const WorkspacePool& pool, CUstream s, std::int64_t bytes)
   if (bytes > 0) ptr_ = pool_.allocate(static_cast<std::size_t>(bytes), s);
 }
 
-Workspace::~Workspace() { pool_.free(ptr_, stream_); }
+Workspace::~Workspace() {
+  pool_.free(ptr_, stream_);
+}
 
 }  // namespace fp4jit::cuda

@@ -48,8 +48,8 @@ struct GemmParams {
   // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
   unsigned* progress;
   // Staged sm90 path (gemm/sm90/staged.cuh): the FP32 factors of the expanded operands, one per
-  // (K tile, row) at factor[kt * factor_ld + row] (null where the path has none), written by
-  // gemm/sm90/staged_expand.cuh.
+  // (promotion segment, row) at factor[seg * factor_ld + row] (null where the path has none),
+  // written by gemm/sm90/staged_expand.cuh.
   const float* a_factor;
   const float* b_factor;
   int a_factor_ld, b_factor_ld;
@@ -61,7 +61,7 @@ struct GemmParams {
 };
 
 // The expansion pass of the staged sm90 path: one quantized operand [rows, K] -> its tensor-core
-// operand [rows, K] (E4M3 bytes, or FP16 / BF16) plus per-(K tile, row) factors.
+// operand [rows, K] (E4M3 bytes, or FP16 / BF16) plus per-(segment, row) factors.
 struct ExpandParams {
   const unsigned char* codes;  // packed E2M1 (ms_grad A: E5M2 bytes), rows of code_ld bytes
   long long code_ld;
@@ -71,7 +71,7 @@ struct ExpandParams {
   const float* col_scale;  // ms_grad B: power-of-two scale per K column [K]
   void* out;               // [rows, out_ld bytes]
   long long out_ld;
-  float* factor;  // [k_tiles, factor_ld] (mx, ms_grad B), else null
+  float* factor;  // [segments, factor_ld] (mx, ms_grad B), else null
   int factor_ld;
   unsigned* flag;  // set to 1 when a shift falls outside the window (mx, ms_grad B)
 };

@@ -4,11 +4,13 @@
 // shape and keys, and the combinations the CUDA backend refuses with Error(unsupported).
 // sm_100a kernels are compiled here and inspected with cuobjdump on a device machine; they have
 // NOT been run on hardware.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "codegen/gemm.hpp"
+#include "gemm/sm90/staged_geometry.cuh"
 #include "runtime/compile.hpp"
 #include "runtime/cuda/gemm_plan.hpp"
 #include "runtime/cuda/nvrtc.hpp"
@@ -62,6 +64,15 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
     c = codegen::default_sm90_staged_config(spec, promote ? 128 : 256);
     c.packed_stages = 3;
     out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+    // Promotion every K tile and every 8th, with their expansions (the default period's come
+    // with the heuristic's choice above).
+    if (promote)
+      for (int period : {1, 8}) {
+        c.period = period;
+        out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+        out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch));
+        out.push_back(codegen::gemm_sm90_expand_kernel(spec, true, period, arch));
+      }
   }
   return out;
 }
@@ -139,8 +150,53 @@ TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
       const codegen::GemmChoice back = cuda::parse_gemm_choice(text, spec, 8192, 132, "sm_90a");
       EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
       EXPECT_TRUE(back.sm90.staged);
+      // Promoting paths take the default period, the others none; the expansions carry it.
+      EXPECT_EQ(back.sm90.period, window ? sm90::kStagedPeriod : 1) << text;
+      EXPECT_EQ(text.find(",pp=") != std::string::npos, window) << text;
+      EXPECT_NE(ks[1].source().find(fmt::format("kPeriod = {};", back.sm90.period)),
+                std::string::npos)
+          << ks[1].source();
     }
   }
+}
+
+TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {
+  const Recipe r = parse_recipe("mxfp4");
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(r, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(parse_recipe("nvfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  const auto parse = [](const std::string& text, const codegen::GemmSpec& spec) {
+    return cuda::parse_gemm_choice(text, spec, 8192, 132, "sm_90a");
+  };
+  const auto rejects = [&](const std::string& text, const codegen::GemmSpec& spec,
+                           const std::string& why) {
+    try {
+      parse(text, spec);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << text;
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  // No pp: a period of 1 (choices stored before the period existed keep their meaning).
+  EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,sk=1", mx).sm90.period, 1);
+  for (int period : {1, 2, 4, 8}) {
+    const std::string text = fmt::format("sg=1,bn=128,ps=6,rg=8m,pp={},sk=1", period);
+    const codegen::GemmChoice c = parse(text, mx);
+    EXPECT_EQ(c.sm90.period, period);
+    EXPECT_EQ(cuda::gemm_choice_text(c, "sm_90a"),
+              period == 1 ? "sg=1,bn=128,ps=6,rg=8m,sk=1" : text);
+  }
+  rejects("sg=1,bn=128,ps=6,rg=8m,pp=3,sk=1", mx,
+          "pp (K tiles per promotion) must be 1, 2, 4 or 8");
+  rejects("sg=1,bn=128,ps=6,rg=8m,pp=16,sk=1", mx, "pp (K tiles per promotion)");
+  rejects("sg=1,bn=256,ps=4,rg=8m,pp=4,sk=1", nv, "must be 1 for path nv");
+  rejects("bn=128,ps=7,es=4,rg=8m,il=0,pp=4,sk=1", mx, "pp applies to the staged kernel only");
+  // K = 4096: 32 K tiles of 128, 8 segments of 4: split-K counts segments.
+  EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=8", mx).splits, 8);
+  rejects("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=9", mx, "1..8 (K tiles, in promotion segments)");
+  EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=1,sk=32", mx).splits, 32);
 }
 
 TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {

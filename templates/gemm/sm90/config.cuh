@@ -47,6 +47,7 @@ struct GemmConfigBase {
   static constexpr bool kRasterAlongM = true;  // consecutive tiles walk M inside a band of N
   static constexpr int kClusterM = 1, kClusterN = 1;  // TMA multicast: not implemented yet
   static constexpr int kPromoteTiles = 0;  // ms: promote the accumulator every N K tiles (0: never)
+  static constexpr int kPeriod = 1;  // staged mx / ms_grad: K tiles per promotion segment
   static constexpr int kTransformWGs = 1;  // 1 or 2 transform warpgroups (B expansion split by rows)
   // Registers per thread after setmaxnreg (0: no setmaxnreg, every role keeps the launch
   // allocation, 168 with one transform warpgroup). ptxas compiles each role's code for its value;

@@ -14,9 +14,11 @@
 //                factors (mx, ms_grad) into a ring of kStages stages
 //   warpgroups 1, 2: 64 rows each, 4 shared-memory wgmmas per stage (K = 32 FP8 or 16 16-bit
 //                elements each); ms / nv accumulate over all of K in the tensor cores, mx and
-//                ms_grad promote every K tile into FP32 registers with the tile's factors
-//                a'[row] * b'[col], one tile's product in flight while the previous one is
-//                promoted; epilogue and split-K shared with the fused kernel
+//                ms_grad accumulate one segment (kPeriod K tiles, staged_geometry.cuh) in the
+//                tensor cores and promote it into FP32 registers with the segment's factors
+//                a'[row] * b'[col] (the factors come with the segment's last stage); while one
+//                warpgroup promotes, the other keeps the tensor cores busy; epilogue and split-K
+//                shared with the fused kernel; split-K splits whole segments
 // The same K permutation (ms) is applied to both operands by the expansion, so the product is
 // unchanged. Host side: runtime/cuda/gemm_launch.cpp (tensor maps: uint8, row pitch = bytes of an
 // expanded row, box {128, 128} and {128, BLOCK_N}, CU_TENSOR_MAP_SWIZZLE_128B).
@@ -44,16 +46,20 @@ struct StagedTraits {
   static constexpr int BLOCK_K = G.block_k;
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int kStages = Cfg::kPackedStages;
+  static constexpr int kPeriod = Cfg::kPeriod;
   static constexpr int kThreads = G.threads;
   static constexpr int kTransformThreads = 128;  // the producer warpgroup (epilogue.cuh's name)
   static constexpr int kConsumers = 256;
-  static constexpr unsigned kTmaBytes = G.tma_bytes;
+  static constexpr unsigned kTmaBytes = G.tma_bytes;    // a segment's last K tile
+  static constexpr unsigned kTileBytes = G.tile_bytes;  // its other K tiles
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
   static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "BLOCK_N: 64, 128, 192 or 256");
   static_assert(!kPromote || BLOCK_N <= 128,
-                "promotion keeps three accumulator sets: BLOCK_N <= 128");
+                "promotion keeps two accumulator sets: BLOCK_N <= 128");
+  static_assert(staged_period_ok(kPromote, kPeriod),
+                "kPeriod: 1, 2, 4 or 8 where the path promotes, else 1");
   static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
   static_assert(G.smem_bytes <= 227 * 1024,
                 "shared memory exceeds 227 KB: fewer stages or a smaller tile");
@@ -122,8 +128,8 @@ __device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_row
   fence_operands(d);
 }
 
-// acc += tmp * a_factor[row] * b_factor[col] with stage s's factors (ms_grad: one factor per K
-// tile, stored for every column), then stage s is released.
+// acc += tmp * a_factor[row] * b_factor[col] with stage s's factors (the segment's; ms_grad: one
+// factor per segment, stored for every column), then stage s is released.
 template <class T, class Smem>
 __device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRows& rw,
                                                float (&tmp)[T::kAccum], int s,
@@ -185,30 +191,38 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   __syncthreads();
 
   using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
-  const int k_bytes = T::kFp8 ? p.K : 2 * p.K;  // bytes of an expanded row
-  const int k_tiles = (k_bytes + 127) / 128;
-  const Sched sched(p.M, p.N, k_tiles, p.splits);
+  const int k_tiles = staged_k_tiles(T::kFp8, p.K);
+  // Split-K and the scheduler count whole segments; unit.kt_* are scaled to K tiles below.
+  const Sched sched(p.M, p.N, staged_k_units(T::kFp8, p.K, T::kPeriod), p.splits);
+  const auto k_range = [&](WorkUnit& w) {
+    w.kt_begin *= T::kPeriod;
+    w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
+  };
   RingPos<T::kStages> pos;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (tid != 0) return;
     for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
-      const WorkUnit w = sched.unit(u);
+      WorkUnit w = sched.unit(u);
+      k_range(w);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         const int s = pos.slot();
+        // The segment's factors travel with its last K tile, where the consumers promote.
+        const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
+        const long long seg = kt / T::kPeriod;
         mbar_wait(sm.empty(s), pos.empty_parity());
-        mbar_arrive_expect_tx(sm.full(s), T::kTmaBytes);
+        mbar_arrive_expect_tx(sm.full(s), seg_last ? T::kTmaBytes : T::kTileBytes);
         tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
         tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
         if constexpr (T::kAFactor)
-          bulk_load(sm.factor_ptr(s),
-                    p.a_factor + static_cast<long long>(kt) * p.a_factor_ld + w.m0,
-                    T::G.a_factor_bytes, sm.full(s));
+          if (seg_last)
+            bulk_load(sm.factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                      T::G.a_factor_bytes, sm.full(s));
         if constexpr (T::kBFactor)
-          bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
-                    p.b_factor + static_cast<long long>(kt) * p.b_factor_ld + w.n0,
-                    T::G.b_factor_bytes, sm.full(s));
+          if (seg_last)
+            bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
+                      p.b_factor + seg * p.b_factor_ld + w.n0, T::G.b_factor_bytes, sm.full(s));
         ++pos.count;
       }
     }
@@ -223,12 +237,13 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   rw.r1 = rw.r0 + 8;
   rw.tig = lane & 3;
   for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
-    const WorkUnit w = sched.unit(u);
+    WorkUnit w = sched.unit(u);
+    k_range(w);
     float acc[T::kAccum];
 #pragma unroll
     for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
     if constexpr (!T::kPromote) {
-      int prev = -1;
+      int prev = -1;  // stage whose wgmmas may still be reading it
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         const int s = pos.slot();
         mbar_wait(sm.full(s), pos.full_parity());
@@ -241,39 +256,26 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
       wgmma_wait<0>();
       if (prev >= 0) warp_arrive(sm.empty(prev));
     } else {
-      // Two products in flight: the tensor cores run K tile i into one set while tile i - 1's
-      // set is promoted into acc.
-      float t0[T::kAccum], t1[T::kAccum];
-      const int n = w.kt_end - w.kt_begin;
-      int pending = -1;  // stage of the product waiting for promotion
-      for (int i = 0; i < n;) {
+      // One segment at a time into tmp; after its last K tile wait for the tensor cores and
+      // promote (which releases that stage).
+      float tmp[T::kAccum];
+      for (int kt = w.kt_begin; kt < w.kt_end;) {
+        const int seg_end = min((kt / T::kPeriod + 1) * T::kPeriod, w.kt_end);
         int s = pos.slot();
         mbar_wait(sm.full(s), pos.full_parity());
-        staged_mma<T>(t0, sm.a(s) + wg * 64 * 128, sm.b(s), false);
+        staged_mma<T>(tmp, sm.a(s) + wg * 64 * 128, sm.b(s), false);
         ++pos.count;
-        if (pending >= 0) {
+        for (++kt; kt < seg_end; ++kt) {
+          const int next = pos.slot();
+          mbar_wait(sm.full(next), pos.full_parity());
+          staged_mma<T>(tmp, sm.a(next) + wg * 64 * 128, sm.b(next), true);
+          ++pos.count;
           wgmma_wait<1>();
-          staged_promote<T>(sm, rw, t1, pending, acc);
+          warp_arrive(sm.empty(s));
+          s = next;
         }
-        pending = s;
-        if (++i == n) {
-          wgmma_wait<0>();
-          staged_promote<T>(sm, rw, t0, pending, acc);
-          pending = -1;
-          break;
-        }
-        s = pos.slot();
-        mbar_wait(sm.full(s), pos.full_parity());
-        staged_mma<T>(t1, sm.a(s) + wg * 64 * 128, sm.b(s), false);
-        ++pos.count;
-        wgmma_wait<1>();
-        staged_promote<T>(sm, rw, t0, pending, acc);
-        pending = s;
-        ++i;
-      }
-      if (pending >= 0) {
         wgmma_wait<0>();
-        staged_promote<T>(sm, rw, t1, pending, acc);
+        staged_promote<T>(sm, rw, tmp, s, acc);
       }
     }
     if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) epilogue_store<Cfg, T>(p, w, rw, acc);

@@ -3,25 +3,26 @@
 // shared-memory wgmma, exactly (every value below is representable, no rounding happens):
 //   ms       E4M3 bytes of E2M1 * 2^-6 (the per-row scales stay for the epilogue)
 //   mx       E4M3 bytes of E2M1 * 2^(t - 8), t = e - ref + 14 in [0, 14] for a block of scale
-//            code e and the largest code ref of its row's K tile (128 elements); the tile's factor
-//            2^(ref - 133) goes to factor[kt * factor_ld + row]
+//            code e and the largest code ref of its row's segment (kPeriod K tiles of 128
+//            elements); the segment's factor 2^(ref - 133) goes to factor[seg * factor_ld + row]
 //   nv       FP16 (UE4M3) or BF16 (UE5M3) of E2M1 * block scale (the tensor scales stay for the
 //            epilogue)
 //   ms_grad  A: FP16 of the E5M2 codes (the per-tensor scale stays for the epilogue);
 //            B: FP16 of E2M1 * 2^(c_k - ref), c_k the exponent of column k's power-of-two scale
-//            and ref the largest over the K tile (64 elements); factor 2^ref for every row
+//            and ref the largest over the segment (kPeriod K tiles of 64 elements); factor 2^ref
+//            for every row
 // Blocks whose codes are all zero take no part in ref (they expand to zero whatever their scale).
 // A shift below the window (mx: t < 0; ms_grad: c_k - ref < -23) sets *flag: the staged kernel
 // then leaves D to the fused kernel, which handles any spread. NaN scales give NaN factors (the
-// whole row, or for ms_grad the whole tile, of the product is NaN, as in the reference).
+// whole row, or for ms_grad the whole segment, of the product is NaN, as in the reference).
 //
 // Element order: ms keeps expand.cuh's even/odd order inside every 8 elements; the staged kernel
 // applies it to both operands, which leaves the product unchanged.
 //
-// One thread per 32-element chunk (16 packed bytes): threads of one K tile sit in consecutive lanes
-// (4 for the FP8 path, 2 for the 16-bit path) and share the tile's reference through shuffles.
-// 256 threads per CTA; grid = ceil(rows * chunks_pad / 256), chunks_pad = K / 32 rounded up to a
-// whole tile.
+// One thread per 32-element chunk (16 packed bytes): threads of one segment sit in consecutive
+// lanes (4 per K tile on the FP8 path, 2 on the 16-bit path) and share the segment's reference
+// through shuffles. 256 threads per CTA; grid = ceil(rows * chunks_pad / 256), chunks_pad = K / 32
+// rounded up to a whole segment (expand_chunks_pad).
 #pragma once
 #include "gemm/params.cuh"
 #include "gemm/sm90/config.cuh"
@@ -37,6 +38,7 @@ struct ExpandConfigBase {
   static constexpr bool kOperandB = false;  // ms_grad: A holds E5M2 codes, B E2M1
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
   static constexpr int kBlockRows = 1;  // nv: 1 or 16
+  static constexpr int kPeriod = 1;     // mx, ms_grad B: K tiles per segment (staged_geometry.cuh)
 };
 
 template <class Cfg>
@@ -49,10 +51,14 @@ struct ExpandTraits {
   static constexpr int kOutChunkBytes = kFp8 ? 32 : 64;
   static constexpr bool kFactor =
       kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
+  static constexpr int kPeriod = Cfg::kPeriod;
+  static constexpr int kSegChunks = kTileChunks * kPeriod;  // lanes sharing one reference
   static constexpr int kThreads = 256;
+  static_assert(staged_period_ok(kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad, kPeriod),
+                "kPeriod: 1, 2, 4 or 8 where the path promotes, else 1");
 };
 
-// Max / or over the kTileChunks lanes of a K tile.
+// Max over the kLanes lanes of a segment.
 template <int kLanes>
 __device__ __forceinline__ int tile_max(int v) {
 #pragma unroll
@@ -80,7 +86,7 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
     __syncthreads();
   }
   const int chunks = p.K / 32;
-  const int chunks_pad = expand_chunks_pad(T::kFp8, p.K);
+  const int chunks_pad = expand_chunks_pad(T::kFp8, p.K, T::kPeriod);
   const long long t = static_cast<long long>(blockIdx.x) * T::kThreads + threadIdx.x;
   const int row = static_cast<int>(t / chunks_pad);
   const int c = static_cast<int>(t - static_cast<long long>(row) * chunks_pad);
@@ -114,7 +120,7 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
                                           16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
     const bool nonzero = ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
-    const int kt = c / T::kTileChunks;
+    const int seg = c / T::kSegChunks;
 
     if constexpr (T::kKind == ScaleKind::ms) {
       if (!active) return;
@@ -126,8 +132,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       const int e =
           active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
       const bool nan = active && e == 0xFF;
-      const int ref = tile_max<T::kTileChunks>(active && nonzero && !nan ? e : -1);
-      const int any_nan = tile_max<T::kTileChunks>(nan ? 1 : 0);
+      const int ref = tile_max<T::kSegChunks>(active && nonzero && !nan ? e : -1);
+      const int any_nan = tile_max<T::kSegChunks>(nan ? 1 : 0);
       if (!active) return;
       int shift = kLutZero;
       if (nan) {
@@ -145,11 +151,11 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
 #pragma unroll
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
       store32(out, o);
-      if (c % T::kTileChunks == 0) {
+      if (c % T::kSegChunks == 0) {
         const float f = any_nan   ? __uint_as_float(0x7FC00000u)
                         : ref < 0 ? 1.0f
                                   : pow2f(ref - 127 - kLutMaxShift + kLutBias);
-        p.factor[static_cast<long long>(kt) * p.factor_ld + row] = f;
+        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
       }
     } else if constexpr (T::kKind == ScaleKind::nv) {
       if (!active) return;
@@ -193,8 +199,8 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           }
         }
       }
-      const int ref = tile_max<T::kTileChunks>(top);
-      const int any_bad = tile_max<T::kTileChunks>(bad ? 1 : 0);
+      const int ref = tile_max<T::kSegChunks>(top);
+      const int any_bad = tile_max<T::kSegChunks>(bad ? 1 : 0);
       if (!active) return;
       unsigned o[16];
 #pragma unroll
@@ -226,9 +232,9 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       const unsigned hi[8] = {o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]};
       store32(out, lo);
       store32(out + 32, hi);
-      if (c % T::kTileChunks == 0) {
+      if (c % T::kSegChunks == 0) {
         const float f = any_bad ? __uint_as_float(0x7FC00000u) : ref == -1000 ? 1.0f : pow2f(ref);
-        p.factor[static_cast<long long>(kt) * p.factor_ld + row] = f;
+        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
       }
     }
   }

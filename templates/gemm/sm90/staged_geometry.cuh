@@ -11,8 +11,8 @@ namespace fp4jit::sm90 {
 
 struct StagedGeometry {
   bool fp8;        // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
-  bool promote;    // per-K-tile promotion with factors (mx, ms_grad)
-  bool a_factor;   // per-(K tile, row) factors of A (mx)
+  bool promote;    // promotion per segment with factors (mx, ms_grad)
+  bool a_factor;   // per-(segment, row) factors of A (mx)
   bool b_factor;   // of B (mx, ms_grad)
   int block_k;     // elements per K tile
   int elem_bytes;  // bytes per expanded element
@@ -21,7 +21,8 @@ struct StagedGeometry {
   int factor_offset, barrier_offset, scratch_offset;
   int smem_bytes;  // dynamic shared memory to launch with
   int threads;
-  unsigned tma_bytes;  // bytes one stage receives
+  unsigned tma_bytes;   // bytes one stage receives: its tiles, plus the factors on a segment's last
+  unsigned tile_bytes;  // ... and on its other K tiles
 };
 
 FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n, int stages) {
@@ -44,14 +45,36 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   g.smem_bytes = g.scratch_offset + 16 + 1024;  // split-K flag + alignment slack
   g.threads = 384;
   g.tma_bytes = static_cast<unsigned>(g.stage_bytes + g.factor_stage_bytes);
+  g.tile_bytes = static_cast<unsigned>(g.stage_bytes);
   return g;
 }
 
+// Promotion period of the staged path (mx, ms_grad): K tiles per segment. The expansion takes
+// its exact window and factors per (segment, row), and the kernel promotes its FP32 partial
+// product once per segment: promoting every K tile cost a third of the mx kernel's time (the
+// tensor cores waited for it), every 4th K tile recovers most of that. Paths that do not promote
+// have a period of 1. A segment's chunks sit in consecutive lanes of the expansion (4 per K tile
+// on the FP8 path, 2 on the 16-bit path), so the period is a power of two up to 8.
+constexpr int kStagedPeriod = 4;
+FP4JIT_GEMM_CONSTEXPR bool staged_period_ok(bool promote, int period) {
+  return promote ? (period == 1 || period == 2 || period == 4 || period == 8) : period == 1;
+}
+
+// K tiles of a row of `k` elements, and the split-K units (whole segments) they form.
+FP4JIT_GEMM_CONSTEXPR int staged_k_tiles(bool fp8, int k) {
+  const int block_k = fp8 ? 128 : 64;
+  return (k + block_k - 1) / block_k;
+}
+FP4JIT_GEMM_CONSTEXPR int staged_k_units(bool fp8, int k, int period) {
+  return (staged_k_tiles(fp8, k) + period - 1) / period;
+}
+
 // 32-element chunks per row of the expansion pass (one thread each), K / 32 rounded up to a whole
-// K tile (4 chunks on the FP8 path, 2 on the 16-bit path); its grid is rows * this / 256 CTAs.
-FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k) {
-  const int chunks = k / 32, per_tile = fp8 ? 4 : 2;
-  return (chunks + per_tile - 1) / per_tile * per_tile;
+// segment (period K tiles of 4 chunks on the FP8 path, 2 on the 16-bit path); its grid is
+// rows * this / 256 CTAs.
+FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k, int period) {
+  const int chunks = k / 32, per_segment = (fp8 ? 4 : 2) * period;
+  return (chunks + per_segment - 1) / per_segment * per_segment;
 }
 
 // Rows of the factor arrays (factor_ld): every tile's slice [n0, n0 + BLOCK_N) stays inside.
