@@ -71,16 +71,11 @@ __device__ __forceinline__ float pow2f(int e) {  // exact 2^e for e in [-149, 12
   return __uint_as_float(1u << (e + 149));
 }
 
-__device__ __forceinline__ void store32(unsigned char* dst, const unsigned (&w)[8]) {
-  uint4* d = reinterpret_cast<uint4*>(dst);
-  d[0] = make_uint4(w[0], w[1], w[2], w[3]);
-  d[1] = make_uint4(w[4], w[5], w[6], w[7]);
-}
-
 template <class Cfg>
 __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
   using T = ExpandTraits<Cfg>;
   __shared__ unsigned short nv_table[256];
+  __shared__ __align__(16) unsigned char warp_stage[T::kThreads * T::kOutChunkBytes];
   if constexpr (T::kKind == ScaleKind::nv) {
     nv_table[threadIdx.x] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, threadIdx.x);
     __syncthreads();
@@ -93,26 +88,24 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
   // Every lane takes part in the shuffles; inactive lanes (past the last row or chunk) contribute
   // nothing and store nothing.
   const bool active = row < p.rows && c < chunks;
-  unsigned char* out = static_cast<unsigned char*>(p.out) + static_cast<long long>(row) * p.out_ld +
-                       static_cast<long long>(c) * T::kOutChunkBytes;
+  constexpr int kWords = T::kOutChunkBytes / 4;
+  unsigned o[kWords];  // this chunk's expanded bytes (inactive lanes: ignored)
 
   if constexpr (T::kKind == ScaleKind::ms_grad && !Cfg::kOperandB) {
     // E5M2 byte -> FP16 with the same bits in the high byte.
-    if (!active) return;
-    const uint4* src = reinterpret_cast<const uint4*>(
-        p.codes + static_cast<long long>(row) * p.code_ld + 32ll * c);
-    const uint4 v0 = src[0], v1 = src[1];
+    uint4 v0 = make_uint4(0u, 0u, 0u, 0u), v1 = v0;
+    if (active) {
+      const uint4* src = reinterpret_cast<const uint4*>(
+          p.codes + static_cast<long long>(row) * p.code_ld + 32ll * c);
+      v0 = src[0];
+      v1 = src[1];
+    }
     const unsigned in[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-    unsigned lo[8], hi[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const unsigned w = in[i];
-      (i < 4 ? lo[2 * i] : hi[2 * (i - 4)]) = prmt(w, 0u, 0x1404u);
-      (i < 4 ? lo[2 * i + 1] : hi[2 * (i - 4) + 1]) = prmt(w, 0u, 0x3424u);
+      o[2 * i] = prmt(in[i], 0u, 0x1404u);
+      o[2 * i + 1] = prmt(in[i], 0u, 0x3424u);
     }
-    store32(out, lo);
-    store32(out + 32, hi);
-    return;
   } else {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (active)
@@ -123,22 +116,18 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
     const int seg = c / T::kSegChunks;
 
     if constexpr (T::kKind == ScaleKind::ms) {
-      if (!active) return;
-      unsigned o[8];
 #pragma unroll
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], o[2 * i], o[2 * i + 1]);
-      store32(out, o);
     } else if constexpr (T::kKind == ScaleKind::mx) {
       const int e =
           active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
       const bool nan = active && e == 0xFF;
       const int ref = tile_max<T::kSegChunks>(active && nonzero && !nan ? e : -1);
       const int any_nan = tile_max<T::kSegChunks>(nan ? 1 : 0);
-      if (!active) return;
       int shift = kLutZero;
       if (nan) {
         shift = kLutNan;
-      } else if (nonzero) {
+      } else if (nonzero) {  // only active lanes hold nonzero codes
         shift = e - ref + kLutMaxShift;
         if (shift < 0) {
           *p.flag = 1u;
@@ -147,23 +136,19 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       }
       unsigned lut_lo, lut_hi;
       e4m3_lut(shift, lut_lo, lut_hi);
-      unsigned o[8];
 #pragma unroll
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
-      store32(out, o);
-      if (c % T::kSegChunks == 0) {
+      if (active && c % T::kSegChunks == 0) {
         const float f = any_nan   ? __uint_as_float(0x7FC00000u)
                         : ref < 0 ? 1.0f
                                   : pow2f(ref - 127 - kLutMaxShift + kLutBias);
         p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
       }
     } else if constexpr (T::kKind == ScaleKind::nv) {
-      if (!active) return;
       const long long srow = static_cast<long long>(row / Cfg::kBlockRows) * p.scale_ld;
-      unsigned o[16];
 #pragma unroll
       for (int b = 0; b < 2; ++b) {
-        const unsigned s = nv_table[p.scale[srow + 2 * c + b]];
+        const unsigned s = active ? nv_table[p.scale[srow + 2 * c + b]] : 0u;
         const unsigned s2 = s | (s << 16);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -175,10 +160,6 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           o[8 * b + 4 * h + 3] = mul16x2<T::kBF16>(h1, s2);
         }
       }
-      const unsigned lo[8] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]};
-      const unsigned hi[8] = {o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]};
-      store32(out, lo);
-      store32(out + 32, hi);
     } else {
       // ms_grad B: a power-of-two scale per K column.
       int ce[32];
@@ -201,8 +182,6 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       }
       const int ref = tile_max<T::kSegChunks>(top);
       const int any_bad = tile_max<T::kSegChunks>(bad ? 1 : 0);
-      if (!active) return;
-      unsigned o[16];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         unsigned l0, l1, h0, h1;
@@ -228,15 +207,37 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           o[4 * i + q] = mul_f16x2(pr[q], m2);
         }
       }
-      const unsigned lo[8] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]};
-      const unsigned hi[8] = {o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]};
-      store32(out, lo);
-      store32(out + 32, hi);
-      if (c % T::kSegChunks == 0) {
+      if (active && c % T::kSegChunks == 0) {
         const float f = any_bad ? __uint_as_float(0x7FC00000u) : ref == -1000 ? 1.0f : pow2f(ref);
         p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
       }
     }
+  }
+
+  // The warp's chunks are consecutive (row, chunk) pairs, so its outputs are runs of contiguous
+  // bytes. Each lane storing its own 32 or 64 bytes makes every store instruction touch 32
+  // half-filled sectors; instead the warp stages its chunks in shared memory and stores them as
+  // consecutive 16-byte units, 512 contiguous bytes per instruction inside a row. Units are
+  // XOR-swizzled by lane so that neither the staging writes nor the reads conflict.
+  constexpr int kUnits = T::kOutChunkBytes / 16;  // per chunk: 2 or 4
+  const int lane = threadIdx.x & 31;
+  uint4* stage = reinterpret_cast<uint4*>(warp_stage) + (threadIdx.x >> 5) * 32 * kUnits;
+  const auto swz = [](int chunk_lane, int u) {
+    return chunk_lane * kUnits + (u ^ ((chunk_lane >> (kUnits == 4 ? 1 : 2)) & (kUnits - 1)));
+  };
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u)
+    stage[swz(lane, u)] = make_uint4(o[4 * u], o[4 * u + 1], o[4 * u + 2], o[4 * u + 3]);
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < kUnits; ++j) {
+    const int unit = 32 * j + lane, src = unit / kUnits, u = unit % kUnits;
+    const int srow = __shfl_sync(0xffffffffu, row, src);
+    const int sc = __shfl_sync(0xffffffffu, c, src);
+    if (__shfl_sync(0xffffffffu, active ? 1 : 0, src) != 0)
+      *reinterpret_cast<uint4*>(
+          static_cast<unsigned char*>(p.out) + static_cast<long long>(srow) * p.out_ld +
+          static_cast<long long>(sc) * T::kOutChunkBytes + 16 * u) = stage[swz(src, u)];
   }
 }
 
