@@ -211,10 +211,10 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   if (plan.staged) {
     if (flag != nullptr)
       check(d_.memset_d32_async(dptr(flag), 0, 1, s), "cuMemsetD32Async (window flag)");
-    const auto expand = [&](const codegen::KernelSource& kernel, const QuantizedView& q,
-                            const QuantLayout& ol, std::int64_t rows, std::int64_t code_ld,
-                            std::int64_t out_offset, std::int64_t out_ld, std::int64_t fac_offset,
-                            int fac_ld) {
+    const auto expand = [&](const codegen::KernelSource& kernel, bool operand_b,
+                            const QuantizedView& q, const QuantLayout& ol, std::int64_t rows,
+                            std::int64_t code_ld, std::int64_t out_offset, std::int64_t out_ld,
+                            std::int64_t fac_offset, int fac_ld) {
       gemm::ExpandParams e{};
       e.codes = static_cast<const unsigned char*>(q.codes);
       e.code_ld = code_ld;
@@ -235,8 +235,12 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       e.flag = flag;
       const bool fp8 =
           plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
+      const int per_thread = sm90::expand_rows_per_thread(
+          static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)), operand_b);
+      const std::int64_t groups = (rows + per_thread - 1) / per_thread;
       const std::int64_t ctas =
-          (rows * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k), plan.period) + 255) / 256;
+          (groups * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k), plan.period) + 255) /
+          256;
       if (ctas > 0x7fffffff)
         fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
              shape.k);
@@ -246,10 +250,10 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
           d_.launch_kernel(fn, static_cast<unsigned>(ctas), 1, 1, 256, 1, 1, 0, s, params, nullptr),
           "cuLaunchKernel (GEMM operand expansion)");
     };
-    expand(plan.expand_a, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset, plan.a_row_bytes,
-           fac_a_offset, plan.a_factor_ld);
-    expand(plan.expand_b, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset, plan.b_row_bytes,
-           fac_b_offset, plan.b_factor_ld);
+    expand(plan.expand_a, false, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset,
+           plan.a_row_bytes, fac_a_offset, plan.a_factor_ld);
+    expand(plan.expand_b, true, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset,
+           plan.b_row_bytes, fac_b_offset, plan.b_factor_ld);
     a_codes = scratch.at<void>(exp_a_offset);
     b_codes = scratch.at<void>(exp_b_offset);
     if (plan.a_factor_ld > 0) p.a_factor = scratch.at<float>(fac_a_offset);

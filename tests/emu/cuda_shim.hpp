@@ -1,6 +1,7 @@
-// The CUDA names the quantize templates use, for compiling them as host C++ and running them on
-// the CPU emulator (emulator.hpp): one fiber per GPU thread, CTAs one after another, __shared__
-// variables as function statics, warp shuffles and barriers as fiber rendezvous.
+// The CUDA names the quantize templates and the staged GEMM expansion use, for compiling them as
+// host C++ and running them on the CPU emulator (emulator.hpp): one fiber per GPU thread, CTAs one
+// after another, __shared__ variables as function statics, warp shuffles and barriers as fiber
+// rendezvous.
 // Include before any template.
 #pragma once
 #include <array>
@@ -14,6 +15,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct uint4 {
   unsigned x, y, z, w;
@@ -79,6 +81,9 @@ T __shfl_sync(unsigned, T v, int src) {
   const auto all = fp4jit::emu::warp_exchange(fp4jit::emu::to_bits(v));
   return fp4jit::emu::from_bits<T>(all[src & 31]);
 }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  fp4jit::emu::warp_exchange(0);
+}
 inline unsigned __ballot_sync(unsigned, int pred) {
   const auto all = fp4jit::emu::warp_exchange(pred != 0 ? 1u : 0u);
   unsigned m = 0;
@@ -95,6 +100,24 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
   const unsigned old = *p;
   *p = old + v;
   return old;
+}
+inline int __clz(int v) {
+  return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v));
+}
+inline float __uint_as_float(unsigned u) {
+  return fp4jit::emu::from_bits<float>(u);
+}
+inline unsigned __float_as_uint(float f) {
+  return static_cast<unsigned>(fp4jit::emu::to_bits(f));
+}
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) {
+  return uint4{a, b, c, d};
+}
+inline int max(int a, int b) {
+  return a > b ? a : b;
+}
+inline int min(int a, int b) {
+  return a < b ? a : b;
 }
 inline int __popc(unsigned v) {
   return __builtin_popcount(v);

@@ -71,9 +71,9 @@ FP4JIT_HD void e2m1x8_to_e4m3_lut(u32 w, u32 lut_lo, u32 lut_hi, u32& lo, u32& h
 
 // Shifts of the table expansion: value = E2M1 * 2^(t - kLutBias), t in [0, kLutMaxShift].
 constexpr int kLutBias = 8;
-constexpr int kLutMaxShift = 14;   // 15 binades: 0.5 * 2^-8 = 2^-9 .. 6 * 2^6 = 384
-constexpr int kLutZero = 15;       // every code -> 0 (blocks outside the current band)
-constexpr int kLutNan = 16;        // every code -> NaN (NaN block scales)
+constexpr int kLutMaxShift = 14;  // 15 binades: 0.5 * 2^-8 = 2^-9 .. 6 * 2^6 = 384
+constexpr int kLutZero = 15;      // every code -> 0 (blocks outside the current band)
+constexpr int kLutNan = 16;       // every code -> NaN (NaN block scales)
 constexpr int kLutEntries = 17;
 
 // E4M3 bits of v = n * 2^q for n in {1, 3} (n * 2^q representable), positive.
@@ -117,7 +117,8 @@ template <bool kBF16>
 FP4JIT_HD void e2m1x4_to_16bit(u32 x, u32& w0, u32& w1) {
   const u32 sel = x & 0x7777u;
   const u32 signs = prmt(x << 4, x, 0xD9C8u) & 0x80808080u;
-  const u32 hi4 = (kBF16 ? prmt(0x3F3F3F00u, 0x40404040u, sel) : prmt(0x3E3C3800u, 0x46444240u, sel)) | signs;
+  const u32 hi4 =
+      (kBF16 ? prmt(0x3F3F3F00u, 0x40404040u, sel) : prmt(0x3E3C3800u, 0x46444240u, sel)) | signs;
   const u32 lo4 = kBF16 ? prmt(0xC0800000u, 0xC0804000u, sel) : 0u;
   w0 = prmt(lo4, hi4, 0x5140u);
   w1 = prmt(lo4, hi4, 0x7362u);
@@ -140,6 +141,75 @@ FP4JIT_HD void e2m1x8_to_16bit(u32 w, u32& lo0, u32& lo1, u32& hi0, u32& hi1) {
   lo1 = prmt(lo4_lo, hi4_lo, 0x7362u);
   hi0 = prmt(lo4_hi, hi4_hi, 0x5140u);
   hi1 = prmt(lo4_hi, hi4_hi, 0x7362u);
+}
+
+// Products of 16-bit pairs, rounded to nearest even (the expansions choose their operands so
+// that no rounding happens). The host versions (CPU emulator, unit tests) compute the same bits.
+FP4JIT_HD float f16_bits_to_float(u32 h) {
+  const u32 e = (h >> 10) & 31u, m = h & 1023u;
+  const float mag = e == 0    ? static_cast<float>(m) * 0x1p-24f
+                    : e == 31 ? (m != 0 ? nx::bits_float(0x7FC00000u) : nx::bits_float(0x7F800000u))
+                              : nx::bits_float(((e + 112u) << 23) | (m << 13));
+  return (h & 0x8000u) != 0 ? -mag : mag;
+}
+
+FP4JIT_HD u32 float_to_f16_bits_rn(float x) {
+  const u32 u = nx::float_bits(x), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return sign | 0x7E00u;     // NaN
+  if (a >= 0x477FF000u) return sign | 0x7C00u;    // >= 65520: Inf
+  if (a < 0x38800000u) {                          // below 2^-14: subnormal or zero
+    const float q = nx::bits_float(a) * 0x1p24f;  // exact: units of 2^-24
+    const u32 lo = static_cast<u32>(q);
+    const float rest = q - static_cast<float>(lo);
+    const u32 r = lo + ((rest > 0.5f || (rest == 0.5f && (lo & 1u))) ? 1u : 0u);
+    return sign | r;  // r == 1024 is the smallest normal, as bits
+  }
+  const u32 e = (a >> 23) - 112u, m = a & 0x7FFFFFu;
+  u32 h = (e << 10) | (m >> 13);
+  const u32 rest = m & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent
+  return sign | h;
+}
+
+FP4JIT_HD u32 float_to_bf16_bits_rn(float x) {
+  const u32 u = nx::float_bits(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return ((u >> 16) & 0x8000u) | 0x7FC0u;
+  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+FP4JIT_HD u32 mul_f16x2(u32 a, u32 b) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  u32 d = 0;
+  for (int h = 0; h < 2; ++h)
+    d |= float_to_f16_bits_rn(f16_bits_to_float((a >> (16 * h)) & 0xFFFFu) *
+                              f16_bits_to_float((b >> (16 * h)) & 0xFFFFu))
+         << (16 * h);
+  return d;
+#endif
+}
+
+FP4JIT_HD u32 mul_bf16x2(u32 a, u32 b) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  u32 d = 0;
+  for (int h = 0; h < 2; ++h)
+    d |= float_to_bf16_bits_rn(nx::bits_float(((a >> (16 * h)) & 0xFFFFu) << 16) *
+                               nx::bits_float(((b >> (16 * h)) & 0xFFFFu) << 16))
+         << (16 * h);
+  return d;
+#endif
+}
+
+template <bool kBF16>
+FP4JIT_HD u32 mul16x2(u32 a, u32 b) {
+  return kBF16 ? mul_bf16x2(a, b) : mul_f16x2(a, b);
 }
 
 }  // namespace fp4jit::sm90

@@ -162,21 +162,4 @@ __device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, un
                : "memory");
 }
 
-// Exact products of 16-bit pairs (the operands are chosen so that no rounding happens).
-__device__ __forceinline__ unsigned mul_f16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-__device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-template <bool kBF16>
-__device__ __forceinline__ unsigned mul16x2(unsigned a, unsigned b) {
-  return kBF16 ? mul_bf16x2(a, b) : mul_f16x2(a, b);
-}
-
 }  // namespace fp4jit::sm90

@@ -21,14 +21,14 @@
 //
 // One thread per 32-element chunk (16 packed bytes): threads of one segment sit in consecutive
 // lanes (4 per K tile on the FP8 path, 2 on the 16-bit path) and share the segment's reference
-// through shuffles. 256 threads per CTA; grid = ceil(rows * chunks_pad / 256), chunks_pad = K / 32
+// through shuffles (ms_grad B: one chunk of 8 rows per thread, expand_rows_per_thread). 256
+// threads per CTA; grid = ceil(row_groups * chunks_pad / 256), chunks_pad = K / 32
 // rounded up to a whole segment (expand_chunks_pad).
 #pragma once
 #include "gemm/params.cuh"
 #include "gemm/sm90/config.cuh"
 #include "gemm/sm90/expand.cuh"
 #include "gemm/sm90/nv_decode.cuh"
-#include "gemm/sm90/ptx.cuh"
 #include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::sm90 {
@@ -53,6 +53,7 @@ struct ExpandTraits {
       kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
   static constexpr int kPeriod = Cfg::kPeriod;
   static constexpr int kSegChunks = kTileChunks * kPeriod;  // lanes sharing one reference
+  static constexpr int kRowsPerThread = expand_rows_per_thread(kKind, Cfg::kOperandB);
   static constexpr int kThreads = 256;
   static_assert(staged_period_ok(kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad, kPeriod),
                 "kPeriod: 1, 2, 4 or 8 where the path promotes, else 1");
@@ -71,6 +72,118 @@ __device__ __forceinline__ float pow2f(int e) {  // exact 2^e for e in [-149, 12
   return __uint_as_float(1u << (e + 149));
 }
 
+// Stores the warp's expanded chunks. The warp's chunks are consecutive (row, chunk) pairs, so its
+// outputs are runs of contiguous bytes; each lane storing its own 32 or 64 bytes made every store
+// instruction touch 32 half-filled sectors (the nvfp4 expansion ran at 1.8 TB/s). Instead the
+// warp stages its chunks in shared memory (16-byte units XOR-swizzled by lane, so neither the
+// staging writes nor the reads conflict) and stores consecutive units, 512 contiguous bytes per
+// instruction inside a row. Every lane of the warp calls it (it shuffles); inactive lanes store
+// nothing.
+template <int kChunkBytes>
+__device__ __forceinline__ void warp_store_chunks(unsigned char* warp_stage,
+                                                  const unsigned (&o)[kChunkBytes / 4], int row,
+                                                  int c, bool active, const gemm::ExpandParams& p) {
+  constexpr int kUnits = kChunkBytes / 16;  // per chunk: 2 or 4
+  const int lane = threadIdx.x & 31;
+  uint4* stage = reinterpret_cast<uint4*>(warp_stage) + (threadIdx.x >> 5) * 32 * kUnits;
+  const auto swz = [](int chunk_lane, int u) {
+    return chunk_lane * kUnits + (u ^ ((chunk_lane >> (kUnits == 4 ? 1 : 2)) & (kUnits - 1)));
+  };
+  __syncwarp();  // the previous call's reads of the stage are done
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u)
+    stage[swz(lane, u)] = make_uint4(o[4 * u], o[4 * u + 1], o[4 * u + 2], o[4 * u + 3]);
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < kUnits; ++j) {
+    const int unit = 32 * j + lane, src = unit / kUnits, u = unit % kUnits;
+    const int srow = __shfl_sync(0xffffffffu, row, src);
+    const int sc = __shfl_sync(0xffffffffu, c, src);
+    if (__shfl_sync(0xffffffffu, active ? 1 : 0, src) != 0)
+      *reinterpret_cast<uint4*>(
+          static_cast<unsigned char*>(p.out) + static_cast<long long>(srow) * p.out_ld +
+          static_cast<long long>(sc) * kChunkBytes + 16 * u) = stage[swz(src, u)];
+  }
+}
+
+// ms_grad B: E2M1 times a power-of-two scale per K column. The columns' shifts depend on the
+// column alone, so a thread takes one chunk of kRowsPerThread rows: it derives its 32 columns'
+// FP16 multipliers (relative to the segment's largest scale) once and applies them to every row.
+template <class T>
+__device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
+                                                 unsigned char* warp_stage, int row0, int c,
+                                                 int chunks) {
+  const bool col_active = row0 < p.rows && c < chunks;
+  int ce[32];
+  int top = -1000;
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    ce[j] = -1000;  // zero scale: the column contributes nothing
+    if (col_active) {
+      const float s = p.col_scale[32 * c + j];
+      const unsigned u = __float_as_uint(s) & 0x7FFFFFFFu;
+      if (u >= 0x7F800000u) {
+        bad = true;
+      } else if (u != 0u) {
+        ce[j] = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127
+                                 : -150 + (32 - __clz(static_cast<int>(u)));
+        top = max(top, ce[j]);
+      }
+    }
+  }
+  const int ref = tile_max<T::kSegChunks>(top);
+  const int any_bad = tile_max<T::kSegChunks>(bad ? 1 : 0);
+  // FP16 multipliers of the column pairs; a column below the window multiplies by zero and
+  // makes the chunk's nonzero rows fall back.
+  unsigned m2[16];
+  bool outside = false;
+#pragma unroll
+  for (int q = 0; q < 16; ++q) {
+    m2[q] = 0u;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int e = ce[2 * q + half];
+      const int d = e == -1000 ? -1000 : e - ref;
+      unsigned bits = 0u;
+      if (d >= -14) {
+        bits = static_cast<unsigned>(d + 15) << 10;
+      } else if (d >= -24 + 1) {
+        bits = 1u << (d + 24);
+      } else if (d != -1000) {
+        outside = true;
+      }
+      m2[q] |= bits << (16 * half);
+    }
+  }
+  const float f = any_bad ? __uint_as_float(0x7FC00000u) : ref == -1000 ? 1.0f : pow2f(ref);
+  const int seg = c / T::kSegChunks;
+#pragma unroll 1
+  for (int i = 0; i < T::kRowsPerThread; ++i) {
+    const int row = row0 + i;
+    const bool active = row < p.rows && c < chunks;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (active)
+      v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
+                                          16ll * c);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    if (outside && ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u) *p.flag = 1u;
+    unsigned o[16];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      unsigned l0, l1, h0, h1;
+      e2m1x8_to_16bit<false>(w[k], l0, l1, h0, h1);
+      o[4 * k + 0] = mul_f16x2(l0, m2[4 * k + 0]);
+      o[4 * k + 1] = mul_f16x2(l1, m2[4 * k + 1]);
+      o[4 * k + 2] = mul_f16x2(h0, m2[4 * k + 2]);
+      o[4 * k + 3] = mul_f16x2(h1, m2[4 * k + 3]);
+    }
+    if (active && c % T::kSegChunks == 0)
+      p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
+    warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, active, p);
+  }
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
   using T = ExpandTraits<Cfg>;
@@ -83,8 +196,13 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
   const int chunks = p.K / 32;
   const int chunks_pad = expand_chunks_pad(T::kFp8, p.K, T::kPeriod);
   const long long t = static_cast<long long>(blockIdx.x) * T::kThreads + threadIdx.x;
-  const int row = static_cast<int>(t / chunks_pad);
-  const int c = static_cast<int>(t - static_cast<long long>(row) * chunks_pad);
+  const int group = static_cast<int>(t / chunks_pad);  // of kRowsPerThread rows
+  const int c = static_cast<int>(t - static_cast<long long>(group) * chunks_pad);
+  if constexpr (T::kKind == ScaleKind::ms_grad && Cfg::kOperandB) {
+    expand_ms_grad_b<T>(p, warp_stage, group * T::kRowsPerThread, c, chunks);
+    return;
+  }
+  const int row = group;
   // Every lane takes part in the shuffles; inactive lanes (past the last row or chunk) contribute
   // nothing and store nothing.
   const bool active = row < p.rows && c < chunks;
@@ -160,85 +278,10 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           o[8 * b + 4 * h + 3] = mul16x2<T::kBF16>(h1, s2);
         }
       }
-    } else {
-      // ms_grad B: a power-of-two scale per K column.
-      int ce[32];
-      int top = -1000;
-      bool bad = false;
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        ce[j] = -1000;  // zero scale: the column contributes nothing
-        if (active) {
-          const float s = p.col_scale[32 * c + j];
-          const unsigned u = __float_as_uint(s) & 0x7FFFFFFFu;
-          if (u >= 0x7F800000u) {
-            bad = true;
-          } else if (u != 0u) {
-            ce[j] = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127
-                                     : -150 + (32 - __clz(static_cast<int>(u)));
-            top = max(top, ce[j]);
-          }
-        }
-      }
-      const int ref = tile_max<T::kSegChunks>(top);
-      const int any_bad = tile_max<T::kSegChunks>(bad ? 1 : 0);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        unsigned l0, l1, h0, h1;
-        e2m1x8_to_16bit<false>(w[i], l0, l1, h0, h1);
-        const unsigned pr[4] = {l0, l1, h0, h1};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          unsigned m2 = 0u;
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int d =
-                ce[8 * i + 2 * q + half] == -1000 ? -1000 : ce[8 * i + 2 * q + half] - ref;
-            unsigned bits = 0u;  // zero: the column's scale is zero (or its shift left the window)
-            if (d >= -14) {
-              bits = static_cast<unsigned>(d + 15) << 10;
-            } else if (d >= -24 + 1) {
-              bits = 1u << (d + 24);
-            } else if (d != -1000 && nonzero) {
-              *p.flag = 1u;
-            }
-            m2 |= bits << (16 * half);
-          }
-          o[4 * i + q] = mul_f16x2(pr[q], m2);
-        }
-      }
-      if (active && c % T::kSegChunks == 0) {
-        const float f = any_bad ? __uint_as_float(0x7FC00000u) : ref == -1000 ? 1.0f : pow2f(ref);
-        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
-      }
     }
   }
 
-  // The warp's chunks are consecutive (row, chunk) pairs, so its outputs are runs of contiguous
-  // bytes. Each lane storing its own 32 or 64 bytes makes every store instruction touch 32
-  // half-filled sectors; instead the warp stages its chunks in shared memory and stores them as
-  // consecutive 16-byte units, 512 contiguous bytes per instruction inside a row. Units are
-  // XOR-swizzled by lane so that neither the staging writes nor the reads conflict.
-  constexpr int kUnits = T::kOutChunkBytes / 16;  // per chunk: 2 or 4
-  const int lane = threadIdx.x & 31;
-  uint4* stage = reinterpret_cast<uint4*>(warp_stage) + (threadIdx.x >> 5) * 32 * kUnits;
-  const auto swz = [](int chunk_lane, int u) {
-    return chunk_lane * kUnits + (u ^ ((chunk_lane >> (kUnits == 4 ? 1 : 2)) & (kUnits - 1)));
-  };
-#pragma unroll
-  for (int u = 0; u < kUnits; ++u)
-    stage[swz(lane, u)] = make_uint4(o[4 * u], o[4 * u + 1], o[4 * u + 2], o[4 * u + 3]);
-  __syncwarp();
-#pragma unroll
-  for (int j = 0; j < kUnits; ++j) {
-    const int unit = 32 * j + lane, src = unit / kUnits, u = unit % kUnits;
-    const int srow = __shfl_sync(0xffffffffu, row, src);
-    const int sc = __shfl_sync(0xffffffffu, c, src);
-    if (__shfl_sync(0xffffffffu, active ? 1 : 0, src) != 0)
-      *reinterpret_cast<uint4*>(
-          static_cast<unsigned char*>(p.out) + static_cast<long long>(srow) * p.out_ld +
-          static_cast<long long>(sc) * T::kOutChunkBytes + 16 * u) = stage[swz(src, u)];
-  }
+  warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, active, p);
 }
 
 }  // namespace fp4jit::sm90

@@ -69,9 +69,15 @@ FP4JIT_GEMM_CONSTEXPR int staged_k_units(bool fp8, int k, int period) {
   return (staged_k_tiles(fp8, k) + period - 1) / period;
 }
 
+// Rows one expansion thread covers (with one chunk of each): ms_grad B derives its columns'
+// multipliers once for 8 rows; every other expansion takes one row.
+FP4JIT_GEMM_CONSTEXPR int expand_rows_per_thread(ScaleKind kind, bool operand_b) {
+  return kind == ScaleKind::ms_grad && operand_b ? 8 : 1;
+}
+
 // 32-element chunks per row of the expansion pass (one thread each), K / 32 rounded up to a whole
 // segment (period K tiles of 4 chunks on the FP8 path, 2 on the 16-bit path); its grid is
-// rows * this / 256 CTAs.
+// ceil(ceil(rows / expand_rows_per_thread) * this / 256) CTAs.
 FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k, int period) {
   const int chunks = k / 32, per_segment = (fp8 ? 4 : 2) * period;
   return (chunks + per_segment - 1) / per_segment * per_segment;
