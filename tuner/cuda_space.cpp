@@ -103,7 +103,7 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
   const bool promote =
       spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::ms_grad;
   const std::vector<int> staged_widths =
-      promote ? std::vector<int>{64, 128} : std::vector<int>{128, 256};
+      promote ? std::vector<int>{64, 128, 192} : std::vector<int>{128, 256};
   for (int bn : staged_widths) {
     const codegen::GemmSm90Config base = codegen::default_sm90_staged_config(spec, bn);
     const std::int64_t tiles = ((m + 127) / 128) * ((spec.n + bn - 1) / bn);

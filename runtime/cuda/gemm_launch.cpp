@@ -112,14 +112,26 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
 
   std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
   if (!tuned && info_.target == "sm_90a") {
-    // FP4JIT_SM90_GEMM=fused|staged overrides the heuristic's kernel (diagnostics and tests).
+    // FP4JIT_SM90_GEMM=fused|staged overrides the heuristic's kernel, or a whole choice in the
+    // tuner's text ("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1") its config (diagnostics and tests).
     if (const char* v = std::getenv("FP4JIT_SM90_GEMM"); v != nullptr && *v != '\0') {
       const std::string_view kind(v);
-      if (kind != "fused" && kind != "staged")
-        fail(ErrorKind::invalid_argument, "FP4JIT_SM90_GEMM='{}': expected fused or staged", kind);
-      tuned = codegen::choose_sm90_gemm(
-          codegen::gemm_spec(recipe, op, shape.n, shape.k, out.dtype, info_.target), shape.m,
-          info_.sm_count, kind == "staged");
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(recipe, op, shape.n, shape.k, out.dtype, info_.target);
+      if (kind.find('=') != std::string_view::npos) {
+        try {
+          tuned = parse_gemm_choice(std::string(kind), spec, shape.m, info_.sm_count, info_.target);
+        } catch (const Error& e) {
+          fail(ErrorKind::invalid_argument, "FP4JIT_SM90_GEMM: {}", e.what());
+        }
+      } else if (kind == "fused" || kind == "staged") {
+        tuned = codegen::choose_sm90_gemm(spec, shape.m, info_.sm_count, kind == "staged");
+      } else {
+        fail(ErrorKind::invalid_argument,
+             "FP4JIT_SM90_GEMM='{}': expected fused, staged or a GEMM choice such as "
+             "'sg=1,bn=128,ps=6,rg=8m,pp=4,sk=1'",
+             kind);
+      }
     }
   }
   launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, tuned ? &*tuned : nullptr);

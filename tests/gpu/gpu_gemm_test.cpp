@@ -10,6 +10,8 @@
 // product to the fused kernel. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -184,7 +186,7 @@ struct GemmCase {
   std::string recipe;
   GemmOp op;
   GemmShape shape;
-  std::string kernel;  // "fused", "staged" or "" (the heuristic)
+  std::string kernel;  // FP4JIT_SM90_GEMM: "fused", "staged", a choice's text, or "" (heuristic)
   bool stress = false;
 };
 void PrintTo(const GemmCase& c, std::ostream* os) {
@@ -280,13 +282,21 @@ std::vector<GemmCase> gemm_cases() {
           out.push_back({std::string(p.name), op.value, s, kernel, false});
         out.push_back({std::string(p.name), op.value, {640, 384, 1024}, kernel, true});
       }
+  // The staged kernel's widest tile on the mx path (a tuner candidate, not the heuristic's).
+  for (const char* recipe : {"mxfp4", "tetrajet"})
+    for (const auto& op : gemm_op_names())
+      for (const GemmShape& s : {GemmShape{1000, 3000, 4096}, GemmShape{768, 1440, 1440}})
+        out.push_back({recipe, op.value, s, "sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1", false});
   return out;
 }
 
 std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
-  return p.param.recipe + "_" + std::string(name(p.param.op)) + "_" +
-         gemm_shape_text(p.param.shape) + (p.param.kernel.empty() ? "" : "_" + p.param.kernel) +
-         (p.param.stress ? "_stress" : "");
+  std::string n =
+      p.param.recipe + "_" + std::string(name(p.param.op)) + "_" + gemm_shape_text(p.param.shape) +
+      (p.param.kernel.empty() ? "" : "_" + p.param.kernel) + (p.param.stress ? "_stress" : "");
+  for (char& ch : n)  // a choice's text ("sg=1,bn=192,...") as a test name
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPreset, GpuGemm, testing::ValuesIn(gemm_cases()), case_name);

@@ -64,8 +64,12 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
     c = codegen::default_sm90_staged_config(spec, promote ? 128 : 256);
     c.packed_stages = 3;
     out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
-    // Promotion every K tile and every 8th, with their expansions (the default period's come
-    // with the heuristic's choice above).
+    // The widest tile of the promoting paths; promotion every K tile and every 8th, with their
+    // expansions (the default period's come with the heuristic's choice above).
+    if (promote) {
+      c = codegen::default_sm90_staged_config(spec, 192);
+      out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
+    }
     if (promote)
       for (int period : {1, 8}) {
         c.period = period;

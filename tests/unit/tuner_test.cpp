@@ -296,8 +296,14 @@ TEST(CudaSpace, Sm90GemmCandidatesArePrunedBeforeCompiling) {
       EXPECT_EQ(c.choice.splits, 1) << "tiles fill the SMs: no split-K";
       EXPECT_LE(c.choice.grid, 132);
       if (spec.path == codegen::GemmPath::mx) {  // two accumulator sets
-        EXPECT_LE(c.choice.sm90.block_n, 128);
+        EXPECT_LE(c.choice.sm90.block_n, c.choice.sm90.staged ? 192 : 128) << c.candidate.config;
       }
+    }
+    // The promoting paths' widest staged tile is searched.
+    if (spec.path == codegen::GemmPath::mx) {
+      EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const auto& c) {
+        return c.choice.sm90.staged && c.choice.sm90.block_n == 192;
+      })) << preset;
     }
     // Both sm90 kernels are searched.
     const auto staged = std::count_if(space.begin(), space.end(),

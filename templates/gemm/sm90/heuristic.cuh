@@ -3,8 +3,8 @@
 //
 // Rules (first version, from the FLOP-per-byte of each tile and the wave count):
 //   * BLOCK_N: ms and nv prefer 256 (two 64x256 consumer tiles read each expanded B stage), mx
-//     and ms_grad are limited to 128 by their accumulator sets (both kernels); 128 also wherever it
-//     gives a fuller last wave.
+//     and ms_grad take 128 (their accumulator sets allow 128 in the fused kernel, 192 in the
+//     staged one, which the tuner measures); 128 also wherever it gives a fuller last wave.
 //   * split-K when the tiles fill less than half of the SMs: enough splits to fill them, at least
 //     4 K tiles per split.
 //   * persistent grid: min(work units, SMs).
@@ -49,7 +49,8 @@ FP4JIT_GEMM_CONSTEXPR int split_k(long long tiles, int k_tiles, int sms) {
   return splits < 1 ? 1 : static_cast<int>(splits);
 }
 
-// staged: the staged kernel (staged.cuh), whose promoting paths keep three accumulator sets.
+// staged: the staged kernel (staged.cuh); its promoting paths take 128 here (192 fits their two
+// accumulator sets and is in the tuner's space).
 FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms,
                                              bool staged = false) {
   const int k_tiles = ceil_div_i(K, sm90_block_k(kind));

@@ -56,8 +56,8 @@ struct StagedTraits {
 
   static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "BLOCK_N: 64, 128, 192 or 256");
-  static_assert(!kPromote || BLOCK_N <= 128,
-                "promotion keeps two accumulator sets: BLOCK_N <= 128");
+  static_assert(!kPromote || BLOCK_N <= 192,
+                "promotion keeps two accumulator sets: BLOCK_N <= 192");
   static_assert(staged_period_ok(kPromote, kPeriod),
                 "kPeriod: 1, 2, 4 or 8 where the path promotes, else 1");
   static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
