@@ -177,39 +177,32 @@ FP4JIT_HD u32 float_to_bf16_bits_rn(float x) {
   return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
 }
 
-FP4JIT_HD u32 mul_f16x2(u32 a, u32 b) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  u32 d = 0;
-  for (int h = 0; h < 2; ++h)
-    d |= float_to_f16_bits_rn(f16_bits_to_float((a >> (16 * h)) & 0xFFFFu) *
-                              f16_bits_to_float((b >> (16 * h)) & 0xFFFFu))
-         << (16 * h);
-  return d;
-#endif
-}
-
-FP4JIT_HD u32 mul_bf16x2(u32 a, u32 b) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  u32 d = 0;
-  for (int h = 0; h < 2; ++h)
-    d |= float_to_bf16_bits_rn(nx::bits_float(((a >> (16 * h)) & 0xFFFFu) << 16) *
-                               nx::bits_float(((b >> (16 * h)) & 0xFFFFu) << 16))
-         << (16 * h);
-  return d;
-#endif
-}
-
 template <bool kBF16>
 FP4JIT_HD u32 mul16x2(u32 a, u32 b) {
-  return kBF16 ? mul_bf16x2(a, b) : mul_f16x2(a, b);
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  if constexpr (kBF16)
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  else
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const auto to_float = [](u32 h) {
+    return kBF16 ? nx::bits_float(h << 16) : f16_bits_to_float(h);
+  };
+  u32 d = 0;
+  for (int h = 0; h < 2; ++h) {
+    const float p = to_float((a >> (16 * h)) & 0xFFFFu) * to_float((b >> (16 * h)) & 0xFFFFu);
+    d |= (kBF16 ? float_to_bf16_bits_rn(p) : float_to_f16_bits_rn(p)) << (16 * h);
+  }
+  return d;
+#endif
+}
+FP4JIT_HD u32 mul_f16x2(u32 a, u32 b) {
+  return mul16x2<false>(a, b);
+}
+FP4JIT_HD u32 mul_bf16x2(u32 a, u32 b) {
+  return mul16x2<true>(a, b);
 }
 
 }  // namespace fp4jit::sm90
