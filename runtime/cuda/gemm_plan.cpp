@@ -24,7 +24,7 @@ int sm90_k_tiles(const codegen::GemmSpec& spec) {
 
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config) {
   const int k_tiles = sm90_k_tiles(spec);
-  return config.staged ? (k_tiles + config.period - 1) / config.period : k_tiles;
+  return config.staged ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
 }
 
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits,

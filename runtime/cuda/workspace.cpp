@@ -24,15 +24,14 @@ std::uint64_t workspace_keep_bytes(const char* env_value) {
   return mb << 20;
 }
 
-WorkspacePool::WorkspacePool(const Driver& d, CUdevice device)
-    : d_(d), keep_bytes_(workspace_keep_bytes(std::getenv("FP4JIT_WORKSPACE_KEEP_MB"))) {
+WorkspacePool::WorkspacePool(const Driver& d, CUdevice device) : d_(d) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = device;
   check(d_.mem_pool_create(&pool_, &props), "cuMemPoolCreate (workspace pool)");
-  cuuint64_t keep = keep_bytes_;
+  cuuint64_t keep = workspace_keep_bytes(std::getenv("FP4JIT_WORKSPACE_KEEP_MB"));
   const CUresult r = d_.mem_pool_set_attribute(pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
   if (r != CUDA_SUCCESS) {
     d_.mem_pool_destroy(pool_);

@@ -24,13 +24,10 @@ class WorkspacePool {
 
   CUdeviceptr allocate(std::size_t bytes, CUstream s) const;
   void free(CUdeviceptr p, CUstream s) const;
-  // Bytes the pool keeps mapped after a synchronization (UINT64_MAX: all).
-  std::uint64_t keep_bytes() const { return keep_bytes_; }
 
  private:
   const Driver& d_;
   CUmemoryPool pool_ = nullptr;
-  std::uint64_t keep_bytes_ = 0;
 };
 
 // FP4JIT_WORKSPACE_KEEP_MB parsed: UINT64_MAX when unset; Error(invalid_argument) naming the

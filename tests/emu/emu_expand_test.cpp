@@ -64,7 +64,8 @@ void expand(Operand& op) {
   const long long out_ld = static_cast<long long>(op.k) * elem;
   op.out.assign(static_cast<std::size_t>(op.rows * out_ld + kGuard), kPoison);
   op.factor_ld = g::staged_factor_ld(op.rows);
-  const int segments = g::staged_k_units(T::kFp8, op.k, C::kPeriod);
+  const int block_k = 32 * T::kTileChunks;
+  const int segments = g::staged_k_units((op.k + block_k - 1) / block_k, C::kPeriod);
   op.factor.assign(static_cast<std::size_t>(segments) * op.factor_ld, -1.0f);
   op.flag = 0;
   gemm::ExpandParams p{};

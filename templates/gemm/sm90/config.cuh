@@ -9,7 +9,8 @@
 // Every member not overridden keeps GemmConfigBase's value. GemmTraits<Cfg> derives the rest and
 // rejects invalid combinations at compile time.
 //
-// C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized (core/quantized.hpp).
+// C[M, N] = epilogue(A[M, K] * B[N, K]^T), both operands K-major and quantized
+// (core/quantized.hpp).
 #pragma once
 #include "gemm/params.cuh"
 
@@ -17,15 +18,18 @@ namespace fp4jit::sm90 {
 
 // How the operands' scales enter the product; decides the tensor-core path.
 enum class ScaleKind : int {
-  ms = 0,  // per-row scales of A and of B (msfp4): fixed E4M3 expansion, QGMMA, scales in the epilogue
+  ms = 0,  // per-row scales of A and of B (msfp4): fixed E4M3 expansion, QGMMA, scales in the
+           // epilogue
   mx = 1,  // 1x32 E8M0 blocks (mxfp4, tetrajet): shifted E4M3 expansion per K tile, QGMMA,
-           //   exact per-tile promotion to FP32; multi-pass over exponent bands when the window fails
+           //   exact per-tile promotion to FP32; multi-pass over exponent bands when the window
+           //   fails
   nv = 2,  // 1x16 (or 16x16) UE4M3 / UE5M3 blocks + FP32 tensor scale (nvfp4, ue5m3): E2M1 x scale
            //   expanded to FP16 (UE4M3) or BF16 (UE5M3), HGMMA
-  ms_grad = 3,  // msfp4 backward (dgrad, wgrad): A = E5M2 codes with one per-tensor scale (no
-                //   expansion: E5M2 is the top byte of FP16), B = E2M1 with a power-of-two scale per
-                //   K column folded exactly into its FP16 expansion (shift window of 37 binades per
-                //   K tile, further columns in later passes), HGMMA F16, per-tile FP32 promotion
+  ms_grad =
+      3,  // msfp4 backward (dgrad, wgrad): A = E5M2 codes with one per-tensor scale (no
+          //   expansion: E5M2 is the top byte of FP16), B = E2M1 with a power-of-two scale per
+          //   K column folded exactly into its FP16 expansion (shift window of 37 binades per
+          //   K tile, further columns in later passes), HGMMA F16, per-tile FP32 promotion
 };
 
 // Block-scale code formats of the nv kind (numerics/minifloat.cuh).
@@ -38,8 +42,8 @@ struct GemmConfigBase {
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;  // nv only
   static constexpr int kABlockRows = 1;                      // nv: 1 (1x16) or 16 (16x16)
   static constexpr int kBBlockRows = 1;
-  static constexpr int BLOCK_M = 128;  // two consumer warpgroups of 64 rows
-  static constexpr int BLOCK_N = 128;  // 64..256, a multiple of 64
+  static constexpr int BLOCK_M = 128;        // two consumer warpgroups of 64 rows
+  static constexpr int BLOCK_N = 128;        // 64..256, a multiple of 64
   static constexpr int kPackedStages = 6;    // TMA ring of packed tiles
   static constexpr int kExpandedStages = 3;  // ring of expanded B tiles
   static constexpr OutType kOut = OutType::bf16;
@@ -47,8 +51,9 @@ struct GemmConfigBase {
   static constexpr bool kRasterAlongM = true;  // consecutive tiles walk M inside a band of N
   static constexpr int kClusterM = 1, kClusterN = 1;  // TMA multicast: not implemented yet
   static constexpr int kPromoteTiles = 0;  // ms: promote the accumulator every N K tiles (0: never)
-  static constexpr int kPeriod = 1;  // staged mx / ms_grad: K tiles per promotion segment
-  static constexpr int kTransformWGs = 1;  // 1 or 2 transform warpgroups (B expansion split by rows)
+  static constexpr int kPeriod = 1;        // staged mx / ms_grad: K tiles per promotion segment
+  static constexpr int kTransformWGs =
+      1;  // 1 or 2 transform warpgroups (B expansion split by rows)
   // Registers per thread after setmaxnreg (0: no setmaxnreg, every role keeps the launch
   // allocation, 168 with one transform warpgroup). ptxas compiles each role's code for its value;
   // the split must fit the launch allocation (traits.cuh): 128 * 104 + 256 * 200 = 384 * 168.
@@ -64,5 +69,13 @@ struct GemmConfigBase {
 
 // Runtime arguments: gemm/params.cuh.
 using gemm::GemmParams;
+
+// p with the problem sizes Cfg fixes at compile time (kN, kK) in place of the run-time ones.
+template <class Cfg>
+FP4JIT_GEMM_CONSTEXPR GemmParams with_fixed_sizes(GemmParams p) {
+  if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
+  if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
+  return p;
+}
 
 }  // namespace fp4jit::sm90

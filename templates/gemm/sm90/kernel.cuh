@@ -38,9 +38,8 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
   using T = GemmTraits<Cfg>;
   // Fallback of the staged path: run only when its expansion found a shift outside the window.
   if (p_in.fallback != nullptr && p_in.fallback_runs != 0 && *p_in.fallback == 0u) return;
-  GemmParams p = p_in;  // compile-time sizes fold into every role's loops and edge checks
-  if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
-  if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
+  // Compile-time sizes fold into every role's loops and edge checks.
+  const GemmParams p = with_fixed_sizes<Cfg>(p_in);
   extern __shared__ unsigned char smem_raw[];
   const SmemView<T> sm(smem_raw);
   const int tid = threadIdx.x;

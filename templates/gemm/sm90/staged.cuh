@@ -173,9 +173,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   // The expansion found a shift outside the exact window: the fused kernel launched next does the
   // work.
   if (p_in.fallback != nullptr && *p_in.fallback != 0u) return;
-  GemmParams p = p_in;
-  if constexpr (Cfg::kN > 0) p.N = Cfg::kN;
-  if constexpr (Cfg::kK > 0) p.K = Cfg::kK;
+  const GemmParams p = with_fixed_sizes<Cfg>(p_in);
   extern __shared__ unsigned char smem_raw[];
   const StagedSmem<T> sm(smem_raw);
   const int tid = threadIdx.x;
@@ -191,9 +189,9 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   __syncthreads();
 
   using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
-  const int k_tiles = staged_k_tiles(T::kFp8, p.K);
+  const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
   // Split-K and the scheduler count whole segments; unit.kt_* are scaled to K tiles below.
-  const Sched sched(p.M, p.N, staged_k_units(T::kFp8, p.K, T::kPeriod), p.splits);
+  const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
   const auto k_range = [&](WorkUnit& w) {
     w.kt_begin *= T::kPeriod;
     w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);

@@ -60,13 +60,9 @@ FP4JIT_GEMM_CONSTEXPR bool staged_period_ok(bool promote, int period) {
   return promote ? (period == 1 || period == 2 || period == 4 || period == 8) : period == 1;
 }
 
-// K tiles of a row of `k` elements, and the split-K units (whole segments) they form.
-FP4JIT_GEMM_CONSTEXPR int staged_k_tiles(bool fp8, int k) {
-  const int block_k = fp8 ? 128 : 64;
-  return (k + block_k - 1) / block_k;
-}
-FP4JIT_GEMM_CONSTEXPR int staged_k_units(bool fp8, int k, int period) {
-  return (staged_k_tiles(fp8, k) + period - 1) / period;
+// The split-K units (whole segments) of k_tiles K tiles.
+FP4JIT_GEMM_CONSTEXPR int staged_k_units(int k_tiles, int period) {
+  return (k_tiles + period - 1) / period;
 }
 
 // Rows one expansion thread covers (with one chunk of each): ms_grad B derives its columns'
