@@ -12,12 +12,16 @@
 
 namespace fp4jit::codegen {
 
-// quantize_rows: CTA size and segments per lane per iteration.
+// quantize_rows: CTA size, and per lane either segments per iteration (segment path) or items in
+// flight (lane-owned groups, whose rings of unroll + 1 items per warp share 48 KiB of shared
+// memory: as many as fit, at least one).
 struct RowsConfig {
   int threads = 256;
   int unroll = 4;
   std::string text() const;
   void validate() const;  // throws Error(invalid_argument)
+  // The same, and that the config fits the operand's path for input `in`.
+  void validate(const OperandSpec& s, DType in) const;
 };
 RowsConfig default_rows_config(const OperandSpec& s, DType in);
 

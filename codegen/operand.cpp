@@ -185,6 +185,11 @@ bool needs_stats(const OperandSpec& s) {
   return s.rule == ScaleRule::two_level || s.block.kind != Block::Kind::tile;
 }
 
+bool lane_groups(const OperandSpec& s) {
+  return s.elem == ElemFormat::e2m1 && s.block.kind == Block::Kind::tile && s.block.rows == 1 &&
+         (s.block.cols == 16 || s.block.cols == 32) && s.had.size <= 32;
+}
+
 bool local_in_tile(const OperandSpec& s) {
   if (s.block.kind != Block::Kind::tile) return true;
   const int span = std::max({8, s.had.size, s.block.cols});

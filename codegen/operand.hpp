@@ -35,6 +35,9 @@ std::string float_literal(float v);
 // Properties of the operand that decide which kernels and passes it needs.
 bool needs_stats(const OperandSpec& s);    // a pre-pass: two-level s_enc, or non-tile blocks
 bool local_in_tile(const OperandSpec& s);  // tile blocks whose rows fit one warp of quantize_tile
+// Operands the kernels take by lane-owned groups (templates/quantize/groups.cuh lane_groups):
+// E2M1, 1 x 16 or 1 x 32 blocks, Hadamard chunks of at most 32.
+bool lane_groups(const OperandSpec& s);
 // Throws Error(unsupported) naming the field when the CUDA kernels cannot quantize the operand.
 void check_cuda_supported(const KernelOperand& op);
 

@@ -34,9 +34,27 @@ void RowsConfig::validate() const {
     fail(ErrorKind::invalid_argument, "quantize_rows config: unroll={} (1..8)", unroll);
 }
 
-// 8 warps; four 16-byte loads in flight per lane (two for FP32, whose segments are 32 bytes).
-RowsConfig default_rows_config(const OperandSpec&, DType in) {
+void RowsConfig::validate(const OperandSpec& s, DType in) const {
+  validate();
+  if (!lane_groups(s)) return;
+  const kern::InType t = in_type(in);
+  if (kern::rows_ring_stages(threads, unroll, t) < 1)
+    fail(ErrorKind::invalid_argument,
+         "quantize_rows config: threads={} with {} input: {} warps' rings of {}-byte items do not "
+         "fit {} bytes of shared memory",
+         threads, name(in), threads / 32, kern::rows_item_bytes(t), kern::kRowsRingBytes);
+}
+
+// Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
+// 32 bytes). Lane-owned groups: 8 warps with two items in flight each (three ring slots of 2 KiB
+// per warp for 16-bit input), 4 warps for FP32 (4 KiB items).
+RowsConfig default_rows_config(const OperandSpec& s, DType in) {
   RowsConfig c;
+  if (lane_groups(s)) {
+    c.threads = in == DType::f32 ? 128 : 256;
+    c.unroll = 2;
+    return c;
+  }
   c.threads = 256;
   c.unroll = in == DType::f32 ? 2 : 4;
   return c;
@@ -44,7 +62,7 @@ RowsConfig default_rows_config(const OperandSpec&, DType in) {
 
 KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
                                   const RowsConfig& config, const std::string& target) {
-  config.validate();
+  config.validate(op.spec, in);
   check_cuda_supported(op);
   KernelSource k;
   k.op = "quantize_rows";

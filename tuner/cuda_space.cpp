@@ -136,7 +136,7 @@ std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
       codegen::RowsConfig c{threads, unroll};
       if (!seen.insert(c.text()).second) continue;
       try {
-        c.validate();
+        c.validate(op, in);
         out.push_back({c, Candidate{c.text(), false}});
       } catch (const Error& e) {
         if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));

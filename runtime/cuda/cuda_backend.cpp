@@ -1,5 +1,7 @@
 #include "runtime/cuda/cuda_backend.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/log.hpp"
@@ -96,9 +98,14 @@ void CudaBackend::run(void* stream, MakePlan make_plan) {
     }
     const Launch& l = std::get<Launch>(step);
     CUfunction fn = modules_->function(l.kernel);
+    std::uint32_t grid = l.grid;
+    if (l.persistent) {
+      const auto fit = static_cast<std::int64_t>(info_.sm_count) *
+                       modules_->blocks_per_sm(l.kernel, static_cast<int>(l.block));
+      grid = static_cast<std::uint32_t>(std::min<std::int64_t>(grid, fit));
+    }
     void* params[] = {const_cast<std::uint8_t*>(l.args.data())};
-    check(d_.launch_kernel(fn, l.grid, 1, 1, l.block, 1, 1, 0, s, params, nullptr),
-          "cuLaunchKernel");
+    check(d_.launch_kernel(fn, grid, 1, 1, l.block, 1, 1, 0, s, params, nullptr), "cuLaunchKernel");
   }
   last_bytes_ = plan_bytes(plan);
 }

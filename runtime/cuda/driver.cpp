@@ -40,6 +40,8 @@ static_assert(std::is_same_v<decltype(Driver::func_set_attribute), PFN_cuFuncSet
 static_assert(
     std::is_same_v<decltype(Driver::tensor_map_encode_tiled), PFN_cuTensorMapEncodeTiled_v12000>);
 static_assert(std::is_same_v<decltype(Driver::launch_kernel), PFN_cuLaunchKernel_v4000>);
+static_assert(std::is_same_v<decltype(Driver::occupancy_max_active_blocks),
+                             PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050>);
 static_assert(std::is_same_v<decltype(Driver::mem_alloc), PFN_cuMemAlloc_v3020>);
 static_assert(std::is_same_v<decltype(Driver::mem_free), PFN_cuMemFree_v3020>);
 static_assert(std::is_same_v<decltype(Driver::mem_alloc_async), PFN_cuMemAllocAsync_v11020>);
@@ -134,6 +136,8 @@ Loaded load() {
       resolve(get_proc, 9000, "cuFuncSetAttribute", d.func_set_attribute, why) &&
       resolve(get_proc, 12000, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled, why) &&
       resolve(get_proc, 4000, "cuLaunchKernel", d.launch_kernel, why) &&
+      resolve(get_proc, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+              d.occupancy_max_active_blocks, why) &&
       resolve(get_proc, 3020, "cuMemAlloc", d.mem_alloc, why) &&
       resolve(get_proc, 3020, "cuMemFree", d.mem_free, why) &&
       resolve(get_proc, 11020, "cuMemAllocAsync", d.mem_alloc_async, why) &&

@@ -30,6 +30,8 @@ struct Driver {
   decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;  // GEMM: dynamic smem limit
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // GEMM: TMA descriptors
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  // Persistent launches: CTAs per SM.
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks = nullptr;
   decltype(&::cuMemAlloc) mem_alloc = nullptr;
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemAllocAsync) mem_alloc_async = nullptr;

@@ -36,6 +36,20 @@ CUfunction ModuleRegistry::function(const codegen::KernelSource& kernel) {
   return l.function;
 }
 
+int ModuleRegistry::blocks_per_sm(const codegen::KernelSource& kernel, int block) {
+  const CUfunction fn = function(kernel);
+  std::lock_guard lock(mutex_);
+  Loaded& l = loaded_.at(kernel.key_text);
+  if (l.occupancy_block != block) {
+    int n = 0;
+    check(d_.occupancy_max_active_blocks(&n, fn, block, 0),
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    l.occupancy_block = block;
+    l.occupancy = n < 1 ? 1 : n;
+  }
+  return l.occupancy;
+}
+
 ModuleRegistry::Counts ModuleRegistry::counts() const {
   std::lock_guard lock(mutex_);
   return counts_;

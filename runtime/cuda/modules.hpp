@@ -41,6 +41,9 @@ class ModuleRegistry {
 
   // The kernel's function in this context (the context must be current). Thread-safe.
   CUfunction function(const codegen::KernelSource& kernel);
+  // How many CTAs of `block` threads of the kernel fit one SM at once (registers, shared
+  // memory), at least 1; asked of the driver once per kernel and block size. Thread-safe.
+  int blocks_per_sm(const codegen::KernelSource& kernel, int block);
 
   struct Counts {
     int compiled = 0, from_cache = 0;
@@ -52,6 +55,7 @@ class ModuleRegistry {
   struct Loaded {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
+    int occupancy_block = 0, occupancy = 0;  // the last blocks_per_sm answer
   };
   const Driver& d_;
   CUcontext ctx_;

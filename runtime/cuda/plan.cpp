@@ -68,8 +68,10 @@ class Planner {
     if (words > 0) plan_.push_back(Memset{p, value, words});
   }
   template <class A>
-  void launch(codegen::KernelSource kernel, i64 grid, int block, const A& args, i64 bytes) {
+  void launch(codegen::KernelSource kernel, i64 grid, int block, const A& args, i64 bytes,
+              bool persistent = false) {
     Launch l;
+    l.persistent = persistent;
     l.kernel = std::move(kernel);
     l.grid = static_cast<std::uint32_t>(std::clamp<i64>(grid, 1, 0x7fffffff));
     l.block = static_cast<std::uint32_t>(block);
@@ -195,10 +197,17 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
     codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
     if (device_.rows_config != nullptr) {
       try {
-        device_.rows_config->validate();
+        device_.rows_config->validate(row->spec, in.dtype);
         cfg = *device_.rows_config;
       } catch (const Error&) {
       }
+    }
+    if (codegen::lane_groups(row->spec)) {
+      // Persistent warps, one item (a row's 1024-element chunk) at a time.
+      const i64 items = a.row.rows * ceil_div(a.row.cols, 1024);
+      launch(codegen::quantize_rows_kernel(*row, in.dtype, phase, cfg, device_.target),
+             ceil_div(items, cfg.threads / 32), cfg.threads, a, bytes, true);
+      return;
     }
     const i64 items = a.row.rows * ceil_div(ceil_div(a.row.cols, kern::kVec), 32 * cfg.unroll);
     launch(codegen::quantize_rows_kernel(*row, in.dtype, phase, cfg, device_.target),
@@ -217,9 +226,8 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
   }
   // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
-  const i64 resident = static_cast<i64>(device_.sm_count) * (2048 / cfg.threads);
   launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target),
-         std::min(tiles, resident), cfg.threads, a, bytes);
+         tiles, cfg.threads, a, bytes, true);
 }
 
 void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,

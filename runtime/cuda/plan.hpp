@@ -59,6 +59,9 @@ class Arena {
 struct Launch {
   codegen::KernelSource kernel;
   std::uint32_t grid = 1, block = 256;
+  // Persistent CTAs (each loops over work): `grid` is the most that have work; the executor
+  // launches no more than fit on the device at once.
+  bool persistent = false;
   std::vector<std::uint8_t> args;  // the kernel's argument struct, by value
   std::int64_t bytes = 0;          // global-memory bytes it moves (estimate: reads + writes)
 };

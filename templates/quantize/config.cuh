@@ -111,6 +111,20 @@ FP4JIT_CONSTEXPR bool is_pow2(int v) {
   return v > 0 && (v & (v - 1)) == 0;
 }
 
+// quantize_rows' lane-owned-group path (host and device agree on its shared-memory rings).
+// Shared memory the path may take per CTA for its rings (static shared memory, no opt-in).
+constexpr int kRowsRingBytes = 48 * 1024;
+// Its item: one row's chunk of 32 lanes x 32 elements.
+FP4JIT_CONSTEXPR int rows_item_bytes(InType in) {
+  return 32 * 32 * in_size(in);
+}
+// Items in each warp's ring: the one being encoded and up to `unroll` in flight, as the CTA's
+// rings fit kRowsRingBytes (0: the config does not fit).
+FP4JIT_CONSTEXPR int rows_ring_stages(int threads, int unroll, InType in) {
+  const int fit = kRowsRingBytes / ((threads / 32) * rows_item_bytes(in));
+  return fit < unroll + 1 ? fit : unroll + 1;
+}
+
 // Preconditions every kernel asserts on its operands.
 template <class Op>
 FP4JIT_CONSTEXPR bool operand_ok() {

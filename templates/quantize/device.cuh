@@ -115,6 +115,49 @@ FP4JIT_DEV uint4 load16(const void* p, bool streaming) {
   return streaming ? __ldcs(q) : __ldg(q);
 }
 
+// Asynchronous 16-byte copies from global to shared memory (cp.async through L2): `bytes` (0 to
+// 16) read from `gmem`, the rest of the 16 zero-filled. A thread's copies since its last
+// cp_async_commit form one group; cp_async_wait<N> returns once at most N of its groups are still
+// in flight (other lanes' copies need a __syncwarp / __syncthreads after that). The host emulator
+// copies at once.
+FP4JIT_DEV void cp_async16(void* smem, const void* gmem, int bytes) {
+#if defined(__CUDA_ARCH__)
+  const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes)
+               : "memory");
+#else
+  const char* src = static_cast<const char*>(gmem);
+  char* dst = static_cast<char*>(smem);
+  for (int i = 0; i < 16; ++i) dst[i] = i < bytes ? src[i] : '\0';
+#endif
+}
+FP4JIT_DEV void cp_async_commit() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+FP4JIT_DEV void cp_async_wait() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// The same 16 bytes copied synchronously, element by element (input rows not 16-byte aligned:
+// elements are still aligned to their size).
+template <int kEsz>
+FP4JIT_DEV void copy16_sync(void* smem, const void* gmem, int bytes) {
+  if constexpr (kEsz == 4) {
+    const u32* src = static_cast<const u32*>(gmem);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) static_cast<u32*>(smem)[i] = 4 * i < bytes ? src[i] : 0u;
+  } else {
+    const u16* src = static_cast<const u16*>(gmem);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      static_cast<u16*>(smem)[i] = 2 * i < bytes ? src[i] : static_cast<u16>(0);
+  }
+}
+
 template <InType T>
 FP4JIT_DEV void widen(const uint4& u, float* v) {
   const u32 w[4] = {u.x, u.y, u.z, u.w};

@@ -52,9 +52,19 @@ FP4JIT_DEV void finish_rows(const OperandOut& o, u32 global_max, float s_enc) {
   }
 }
 
+// Where 16-byte chunk g of an item sits in its ring slot: chunks of one lane (kLoads in a row)
+// spread over all banks, so both the copies (chunk g by lane g % 32) and the reads (chunks
+// kLoads * lane + j) hit 8 distinct 16-byte bank groups per quarter warp.
+template <int kLoads>
+FP4JIT_DEV int ring_slot(int g) {
+  return g ^ ((g / kLoads) & 7);
+}
+
 // The lane-owned-group path (quantize/groups.cuh): item = one row's chunk of 32 x kPerLane
-// elements, each lane kPerLane consecutive ones (whole groups); the next item's 16-byte loads are
-// in flight while this one is encoded.
+// elements, each lane kPerLane consecutive ones (whole groups). Items stream through a ring of
+// kStages slots per warp in shared memory (cp.async, coalesced, zero-filled past the row's end),
+// up to kStages - 1 of them in flight while one is encoded, so the bytes in flight do not cost
+// registers. CTAs are persistent (the host launches as many as fit at once).
 template <class Cfg>
 FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   using Op = typename Cfg::Op;
@@ -64,8 +74,14 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   constexpr int kGroups = kPerLane / kG;
   constexpr int kEsz = in_size(Cfg::in);
   constexpr int kLoads = kPerLane * kEsz / 16;
+  constexpr int kPerLoad = 16 / kEsz;
   constexpr int kWarps = Cfg::threads / 32;
+  constexpr int kStages = rows_ring_stages(Cfg::threads, Cfg::unroll, Cfg::in);
+  constexpr int kSlot = 32 * kLoads;  // 16-byte chunks per ring slot
+  static_assert(kStages >= 1, "the warps' rings do not fit the shared-memory budget");
   constexpr bool kRawMax = Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
+  __shared__ __align__(16) uint4 ring[kWarps * kStages * kSlot];
+
   const OperandOut o = a.row;
   const int lane = lane_id();
   const i64 cols = o.cols;
@@ -73,6 +89,7 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   const i64 items = o.rows * chunks;
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
+  uint4* const my_ring = ring + warp_id() * (kStages * kSlot);
 
   float s_enc = 1.0f;
   TwoLevel tl{1.0f, 1.0f};
@@ -112,27 +129,64 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       }
     }
   };
-  const auto lane_col = [&](i64 cc) {
-    return cc * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
-  };
-  // The lane's 16-byte loads of item (rr, cc), if all its elements are in range.
-  const auto fetch = [&](i64 rr, i64 cc, uint4(&buf)[kLoads]) {
-    const i64 c0 = lane_col(cc);
-    if (!vector_ok || c0 + kPerLane > cols) return false;
-    const char* p = in + (rr * a.stride + c0) * kEsz;
+  // The warp's copies of item (rr, cc) into ring slot `stage`: chunk g by lane g % 32.
+  const auto issue = [&](i64 rr, i64 cc, int stage) {
+    uint4* slot = my_ring + stage * kSlot;
+    const char* row = in + rr * a.stride * kEsz;
+    const i64 c_item = cc * (32 * kPerLane);
+    if (vector_ok && c_item + 32 * kPerLane <= cols) {  // the whole item: no bounds per chunk
+      const char* src = row + (c_item + lane * kPerLoad) * kEsz;
 #pragma unroll
-    for (int l = 0; l < kLoads; ++l) buf[l] = load16(p + 16 * l, !kStats);
-    return true;
+      for (int j = 0; j < kLoads; ++j)
+        cp_async16(slot + ring_slot<kLoads>(j * 32 + lane), src + 512 * j, 16);
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int g = j * 32 + lane;
+      const i64 c = cc * (32 * kPerLane) + static_cast<i64>(g) * kPerLoad;
+      const i64 left = cols - c;
+      const int bytes = left <= 0 ? 0 : (left >= kPerLoad ? 16 : static_cast<int>(left) * kEsz);
+      const char* src = bytes > 0 ? row + c * kEsz : row;
+      if (vector_ok) {
+        cp_async16(slot + ring_slot<kLoads>(g), src, bytes);
+      } else {
+        copy16_sync<kEsz>(slot + ring_slot<kLoads>(g), src, bytes);
+      }
+    }
   };
 
-  uint4 cur[kLoads];
-  bool cur_vec = fetch(r, chunk, cur);
+  // Prologue: the first kStages - 1 items in flight (empty groups past the warp's last item keep
+  // the group count uniform).
+  i64 ir = r, ic = chunk, it_issue = first;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (it_issue < items) {
+      issue(ir, ic, s);
+      advance(ir, ic);
+    }
+    it_issue += step;
+    cp_async_commit();
+  }
+  int stage = 0;
   for (i64 it = first; it < items; it += step) {
-    const i64 c0 = lane_col(chunk);
-    i64 rn = r, cn = chunk;
-    advance(rn, cn);
-    uint4 next[kLoads];
-    const bool next_vec = it + step < items && fetch(rn, cn, next);
+    // The slot read last round takes the item kStages - 1 ahead.
+    if (it_issue < items) {
+      issue(ir, ic, stage == 0 ? kStages - 1 : stage - 1);
+      advance(ir, ic);
+    }
+    it_issue += step;
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();
+    __syncwarp();
+    uint4 cur[kLoads];
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l)
+      cur[l] = my_ring[stage * kSlot + ring_slot<kLoads>(lane * kLoads + l)];
+    __syncwarp();  // every lane has read the slot before it is refilled
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+
+    const i64 c0 = chunk * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
     float lo = 0.0f, hi = 0.0f;
     if constexpr (Op::occ) {
       lo = o.lohi[2 * r];
@@ -147,32 +201,26 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       float v[kG];
       u32 m[kG / Op::block_cols];
       bool stats_given = false;
-      if (cur_vec) {
-        constexpr int kPerLoad = 16 / kEsz;
 #pragma unroll
-        for (int l = 0; l < kG / kPerLoad; ++l)
-          widen<Cfg::in>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
-        if constexpr (kRawMax) {
-          // Block stats from the packed input: max |x| of two BF16 values per instruction.
-          constexpr int kWords = Op::block_cols / 2;
+      for (int l = 0; l < kG / kPerLoad; ++l)
+        widen<Cfg::in>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
+      if constexpr (kRawMax) {
+        // Block stats from the packed input (zero past the row's end): max |x| of two BF16 values
+        // per instruction.
+        constexpr int kWords = Op::block_cols / 2;
 #pragma unroll
-          for (int b = 0; b < kG / Op::block_cols; ++b) {
-            u32 mm = 0u;
+        for (int b = 0; b < kG / Op::block_cols; ++b) {
+          u32 mm = 0u;
 #pragma unroll
-            for (int w = 0; w < kWords; ++w) {
-              const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
-              const uint4& u = cur[word / 4];
-              const int k = word % 4;
-              mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
-            }
-            m[b] = bf16x2_max_bits(mm);
+          for (int w = 0; w < kWords; ++w) {
+            const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
+            const uint4& u = cur[word / 4];
+            const int k = word % 4;
+            mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
           }
-          stats_given = true;
+          m[b] = bf16x2_max_bits(mm);
         }
-      } else {
-#pragma unroll
-        for (int e = 0; e < kG; ++e)
-          v[e] = e < n ? load_one<Cfg::in>(a.in, r * a.stride + cg + e) : 0.0f;
+        stats_given = true;
       }
       if constexpr (Op::occ) {
 #pragma unroll
@@ -182,14 +230,9 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       quantize_group<Op, kStats>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed, a.offset,
                                  want_max, global_max);
     }
-    if (next_vec) {
-#pragma unroll
-      for (int l = 0; l < kLoads; ++l) cur[l] = next[l];
-    }
-    cur_vec = next_vec;
-    r = rn;
-    chunk = cn;
+    advance(r, chunk);
   }
+  cp_async_wait<0>();
   finish_rows<Op, kStats>(o, global_max, s_enc);
 }
 

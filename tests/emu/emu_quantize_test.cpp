@@ -55,6 +55,17 @@ std::vector<Case> all_cases() {
   return out;
 }
 
+// The first `cols` columns of `in` (built one column wider) as a view whose rows are one element
+// longer than they hold, so no row but the first starts 16-byte aligned; `values` becomes theirs.
+TensorView narrowed(HostInput& in, std::int64_t cols) {
+  Matrix<float> v(in.rows, cols);
+  for (std::int64_t r = 0; r < in.rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) v(r, c) = in.values(r, c);
+  const TensorView view{in.bytes.data(), in.dtype, in.rows, cols, in.cols};
+  in.values = std::move(v);
+  return view;
+}
+
 Role partner_of(Role r) {
   return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
 }
@@ -69,33 +80,47 @@ TEST_P(EmuQuantize, MatchesReference) {
   const Recipe recipe = parse_recipe(c.recipe);
   const Role partner = partner_of(c.role);
   const bool occ = recipe[c.role].occ || (c.pair && recipe[partner].occ);
+  // wide: rows of several 1024-element chunks, the last one partial; padded: a row stride one
+  // element longer than the rows (no 16-byte vectors).
+  enum class Form { plain, ragged, wide, padded };
   struct Variant {
     InputKind kind;
     DType dtype;
-    bool ragged;
+    Form form;
     std::uint64_t offset;
   };
-  const Variant variants[] = {{InputKind::random, DType::bf16, false, 0},
-                              {InputKind::random, DType::f32, true, 5},
-                              {InputKind::random, DType::f16, true, 3},
-                              {InputKind::adversarial, DType::bf16, true, 0},
-                              {InputKind::adversarial, DType::f32, false, 17}};
+  const Variant variants[] = {{InputKind::random, DType::bf16, Form::plain, 0},
+                              {InputKind::random, DType::f32, Form::ragged, 5},
+                              {InputKind::random, DType::f16, Form::ragged, 3},
+                              {InputKind::adversarial, DType::bf16, Form::ragged, 0},
+                              {InputKind::adversarial, DType::f32, Form::plain, 17},
+                              {InputKind::random, DType::bf16, Form::wide, 9},
+                              {InputKind::adversarial, DType::f32, Form::wide, 0},
+                              {InputKind::random, DType::bf16, Form::padded, 1},
+                              {InputKind::adversarial, DType::f16, Form::padded, 0}};
   std::uint32_t seed = 1;
   for (const Variant& v : variants) {
+    const bool small = v.form == Form::ragged || v.form == Form::padded;
     Shape shape;
+    const std::int64_t free_dim = v.form == Form::wide ? (c.pair ? 32 : 5) : (small ? 96 : 128);
+    const std::int64_t k = v.form == Form::wide ? 2 * 1024 + 96 : (small ? 160 : 256);
     if (c.pair) {
-      shape.rows = round_up(v.ragged ? 96 : 128, k_multiple(recipe, partner));
-      shape.cols = round_up(v.ragged ? 160 : 256, k_multiple(recipe, c.role));
+      shape.rows = round_up(free_dim, k_multiple(recipe, partner));
+      shape.cols = round_up(k, k_multiple(recipe, c.role));
     } else {
-      shape = shape_for(recipe, c.role, v.ragged ? 37 : 64, v.ragged ? 96 : 256);
+      shape = shape_for(recipe, c.role, v.form == Form::wide ? 5 : (small ? 37 : 64),
+                        v.form == Form::wide ? k : (small ? 96 : 256));
     }
-    SCOPED_TRACE(fmt::format("{} {} [{}, {}] offset {}", input_kind_name(v.kind), name(v.dtype),
-                             shape.rows, shape.cols, v.offset));
-    HostInput in = make_input(v.kind, v.dtype, shape.rows, shape.cols, ++seed, !occ);
+    SCOPED_TRACE(fmt::format("{} {} [{}, {}] offset {}{}", input_kind_name(v.kind), name(v.dtype),
+                             shape.rows, shape.cols, v.offset,
+                             v.form == Form::padded ? " padded rows" : ""));
+    const bool padded = v.form == Form::padded;
+    HostInput in =
+        make_input(v.kind, v.dtype, shape.rows, shape.cols + (padded ? 1 : 0), ++seed, !occ);
+    const TensorView view = padded ? narrowed(in, shape.cols) : in.view();
     const QuantizeArgs args{seed * 7919u, v.offset};
     const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
     const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
-    const TensorView view = in.view();
     // Two-level operands again with the reference's amax given (delayed scaling, one pass): the
     // same bytes.
     const bool two_level = recipe[c.role].rule == ScaleRule::two_level ||

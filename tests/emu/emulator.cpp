@@ -1,5 +1,6 @@
 #include "tests/emu/emulator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -45,6 +46,7 @@ namespace fp4jit::emu {
 namespace {
 
 constexpr std::size_t kStackBytes = 256 * 1024;
+constexpr unsigned kPersistentCtas = 3;
 
 struct Fiber {
   void* sp = nullptr;
@@ -196,7 +198,10 @@ void execute(const cuda::Plan& plan) {
     const auto it = kernels().find(l.kernel.key_text);
     if (it == kernels().end())
       throw std::runtime_error("kernel not compiled into the emulator: " + l.kernel.key_text);
-    launch(it->second, l.grid, l.block, l.args.data());
+    // Persistent kernels get as few CTAs as a small GPU would fit, so that every CTA loops over
+    // several work items (rings wrap around, prefetches cross rows).
+    const unsigned grid = l.persistent ? std::min<unsigned>(l.grid, kPersistentCtas) : l.grid;
+    launch(it->second, grid, l.block, l.args.data());
   }
 }
 

@@ -153,6 +153,10 @@ TEST_P(GpuQuantize, MatchesReference) {
       {InputKind::adversarial, DType::f32, 128, 512, 0, 17},
       {InputKind::random, DType::bf16, 64, 384, 8, 1},
       {InputKind::adversarial, DType::f16, 200, 192, 24, 9},
+      // Rows of several 1024-element chunks, the last one partial; then a row stride one element
+      // longer than the row (no row but the first 16-byte aligned).
+      {InputKind::adversarial, DType::f32, 20, 3000, 0, 0},
+      {InputKind::random, DType::bf16, 24, 2144, 1, 7},
   };
   std::uint32_t seed = 100;
   for (const Variant& v : variants) {
