@@ -5,7 +5,9 @@
 
 namespace fp4jit::codegen {
 
-KernelSource dequantize_kernel(const KernelOperand& op, DType out, bool to_source,
+namespace {
+
+KernelSource dequantize_source(const KernelOperand& op, DType out, bool to_source,
                                const std::string& target) {
   check_cuda_supported(op);
   if (to_source) out = DType::f32;
@@ -34,6 +36,16 @@ KernelSource dequantize_kernel(const KernelOperand& op, DType out, bool to_sourc
                    .add("target", target)
                    .text();
   return k;
+}
+
+}  // namespace
+
+KernelSource dequantize_kernel(const KernelOperand& op, DType out, bool to_source,
+                               const std::string& target) {
+  std::string key = "dequantize|";
+  key.append(name(op.role)).append(1, '|').append(op.canonical).append(1, '|').append(name(out));
+  key.append(to_source ? "|src|" : "|-|").append(target);
+  return memoized(key, [&] { return dequantize_source(op, out, to_source, target); });
 }
 
 }  // namespace fp4jit::codegen

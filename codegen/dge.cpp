@@ -5,7 +5,9 @@
 
 namespace fp4jit::codegen {
 
-KernelSource dge_kernel(const KernelOperand& w, DType in, DType out, float k_value, float clip,
+namespace {
+
+KernelSource dge_source(const KernelOperand& w, DType in, DType out, float k_value, float clip,
                         const std::string& target) {
   check_cuda_supported(w);
   KernelSource k;
@@ -34,6 +36,17 @@ KernelSource dge_kernel(const KernelOperand& w, DType in, DType out, float k_val
                    .add("target", target)
                    .text();
   return k;
+}
+
+}  // namespace
+
+KernelSource dge_kernel(const KernelOperand& w, DType in, DType out, float k_value, float clip,
+                        const std::string& target) {
+  std::string key = "dge_apply|";
+  key.append(name(w.role)).append(1, '|').append(w.canonical).append(1, '|').append(name(in));
+  key.append(1, '|').append(name(out)).append(1, '|').append(float_literal(k_value));
+  key.append(1, '|').append(float_literal(clip)).append(1, '|').append(target);
+  return memoized(key, [&] { return dge_source(w, in, out, k_value, clip, target); });
 }
 
 }  // namespace fp4jit::codegen

@@ -3,6 +3,7 @@
 // compile options, and the kernel key: the canonical text of everything that decides the binary
 // apart from compiler, options and template sources (which the cache key adds).
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,11 @@ struct KernelSource {
   // The whole stub: a comment with the key, the #include, the declarations, the instantiation.
   std::string source() const;
 };
+
+// The kernel source `make` builds, remembered under `key`, a text naming everything `make` reads:
+// planners ask for the same few kernels on every call, and writing a stub costs microseconds.
+// `make` throwing remembers nothing. Thread-safe.
+KernelSource memoized(const std::string& key, const std::function<KernelSource()>& make);
 
 // Builds key text as "name=value;" pairs in the order they are added.
 class KeyText {

@@ -60,8 +60,10 @@ RowsConfig default_rows_config(const OperandSpec& s, DType in) {
   return c;
 }
 
-KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
-                                  const RowsConfig& config, const std::string& target) {
+namespace {
+
+KernelSource rows_source(const KernelOperand& op, DType in, kern::Phase phase,
+                         const RowsConfig& config, const std::string& target) {
   config.validate(op.spec, in);
   check_cuda_supported(op);
   KernelSource k;
@@ -90,6 +92,17 @@ KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase
                    .add("target", target)
                    .text();
   return k;
+}
+
+}  // namespace
+
+KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
+                                  const RowsConfig& config, const std::string& target) {
+  std::string key = "quantize_rows|";
+  key.append(name(op.role)).append(1, '|').append(op.canonical).append(1, '|').append(name(in));
+  key.append(1, '|').append(phase_name(phase)).append(1, '|').append(config.text());
+  key.append(1, '|').append(target);
+  return memoized(key, [&] { return rows_source(op, in, phase, config, target); });
 }
 
 }  // namespace fp4jit::codegen

@@ -63,9 +63,11 @@ TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, D
   return c;
 }
 
-KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
-                                  kern::Phase phase, bool requant, const TileConfig& config,
-                                  const std::string& target) {
+namespace {
+
+KernelSource tile_source(const KernelOperand* row, const KernelOperand* col, DType in,
+                         kern::Phase phase, bool requant, const TileConfig& config,
+                         const std::string& target) {
   if (row == nullptr && col == nullptr) fail(ErrorKind::internal, "quantize_tile: no operand");
   config.validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr, in);
   if (row != nullptr) check_cuda_supported(*row);
@@ -103,6 +105,21 @@ KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand*
   key.add("config", config.text()).add("target", target);
   k.key_text = key.text();
   return k;
+}
+
+}  // namespace
+
+KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
+                                  kern::Phase phase, bool requant, const TileConfig& config,
+                                  const std::string& target) {
+  std::string key = "quantize_tile|";
+  for (const KernelOperand* op : {row, col}) {
+    if (op != nullptr) key.append(name(op->role)).append(1, '|').append(op->canonical);
+    key.append(1, '|');
+  }
+  key.append(name(in)).append(1, '|').append(phase_name(phase)).append(requant ? "|rq|" : "|-|");
+  key.append(config.text()).append(1, '|').append(target);
+  return memoized(key, [&] { return tile_source(row, col, in, phase, requant, config, target); });
 }
 
 }  // namespace fp4jit::codegen

@@ -1,5 +1,6 @@
 // Recipe text: "preset[:key=value,...]" parsing and the canonical form.
 #include <charconv>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -270,7 +271,44 @@ Recipe parse_recipe(std::string_view text) {
   return recipe;
 }
 
-std::string canonical(const Recipe& r) {
+namespace {
+
+// The canonical texts asked for lately: engines ask for the same few recipes on every call, and
+// formatting them costs microseconds. Keyed by the whole recipe and its preset label (which
+// operator== leaves out); role -1 is the whole recipe's text.
+class CanonicalMemo {
+ public:
+  template <class Make>
+  std::string get(const Recipe& r, int role, Make make) {
+    {
+      std::lock_guard lock(mutex_);
+      for (const Entry& e : entries_)
+        if (e.role == role && e.recipe == r && e.recipe.preset == r.preset) return e.text;
+    }
+    std::string text = make();
+    std::lock_guard lock(mutex_);
+    if (entries_.size() >= kMax) entries_.erase(entries_.begin());
+    entries_.push_back(Entry{r, role, text});
+    return text;
+  }
+
+ private:
+  static constexpr std::size_t kMax = 64;
+  struct Entry {
+    Recipe recipe;
+    int role;
+    std::string text;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+CanonicalMemo& canonical_memo() {
+  static CanonicalMemo m;
+  return m;
+}
+
+std::string canonical_text(const Recipe& r) {
   std::string out = fmt::format(
       "{}:occ={},dge.k={},dge.clip={},ue5m3={},qema.decay={},qema.start={}", r.preset, r.occ_alpha,
       r.dge_k, r.dge_clip, name_of(ue5m3_variant_names(), r.ue5m3), r.qema_decay, r.qema_start);
@@ -281,7 +319,7 @@ std::string canonical(const Recipe& r) {
   return out;
 }
 
-std::string canonical(const Recipe& r, Role role) {
+std::string canonical_text(const Recipe& r, Role role) {
   const OperandSpec& s = r[role];
   std::string out;
   append_operand(out, s, "");
@@ -296,6 +334,16 @@ std::string canonical(const Recipe& r, Role role) {
     out += ')';
   }
   return out;
+}
+
+}  // namespace
+
+std::string canonical(const Recipe& r) {
+  return canonical_memo().get(r, -1, [&] { return canonical_text(r); });
+}
+
+std::string canonical(const Recipe& r, Role role) {
+  return canonical_memo().get(r, static_cast<int>(role), [&] { return canonical_text(r, role); });
 }
 
 std::string recipe_hash(const Recipe& recipe) {

@@ -41,13 +41,16 @@ TunedConfigs::TunedConfigs(KernelCache* cache, DeviceIdentity device)
 
 std::optional<std::string> TunedConfigs::winner(const TuningKey& key) {
   if (!enabled_) return std::nullopt;
-  const std::string hash = key.hash();
+  // Remembered by the key's own fields (hashing it costs more than the lookup); this object's
+  // device is the key's.
+  std::string text = key.kind;
+  text.append(1, '\n').append(key.problem).append(1, '\n').append(key.recipe);
   std::lock_guard lock(mutex_);
-  if (auto it = known_.find(hash); it != known_.end()) return it->second;
+  if (auto it = known_.find(text); it != known_.end()) return it->second;
   std::optional<std::string> w;
   if (std::optional<TuningRecord> r = cache_->get_tuning(key); r && !r->winner.empty())
     w = r->winner;
-  known_.emplace(hash, w);
+  known_.emplace(std::move(text), w);
   return w;
 }
 
