@@ -54,10 +54,20 @@ void TileConfig::validate(const OperandSpec* row, const OperandSpec* col, DType)
   }
 }
 
-// 64 x 64 (8 KiB of BF16, 16.6 KiB of shared memory: several CTAs per SM), grown to 128 along a
-// side where a group (a Hadamard chunk of 128, a block of 128 or more) needs it.
-TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType) {
+// Operands all taken by lane-owned groups (the raw-tile path): 64 x 128 of 16-bit input (16 KiB,
+// three in the ring; per tile as many transposed column words as row groups of 32), 64 x 64 of
+// FP32. Otherwise 64 x 64 (8 KiB of BF16, 16.6 KiB of shared memory as float: several CTAs per
+// SM), grown to 128 along a side where a group (a Hadamard chunk of 128, a block of 128 or more)
+// needs it.
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
   TileConfig c;
+  const auto raw = [](const OperandSpec* s) {
+    return s == nullptr || (lane_groups(*s) && !s->occ);
+  };
+  if (raw(row) && raw(col)) {
+    c.tile_cols = in == DType::f32 ? 64 : 128;
+    return c;
+  }
   if (row != nullptr) c.tile_cols = std::max(c.tile_cols, k_span(*row));
   if (col != nullptr) c.tile_rows = std::max(c.tile_rows, k_span(*col));
   return c;

@@ -125,6 +125,9 @@ FP4JIT_CONSTEXPR int rows_ring_stages(int threads, int unroll, InType in) {
   return fit < unroll + 1 ? fit : unroll + 1;
 }
 
+// quantize_tile's raw-tile path: shared memory its ring of tiles may take per CTA.
+constexpr int kTileRingBytes = 48 * 1024;
+
 // Preconditions every kernel asserts on its operands.
 template <class Op>
 FP4JIT_CONSTEXPR bool operand_ok() {

@@ -265,6 +265,36 @@ FP4JIT_DEV void group_stats(const float (&v)[kG], u32 (&m)[kG / Op::block_cols])
   }
 }
 
+// Group g of a lane's kPerLane consecutive input elements held as 16-byte chunks `cur`: its values
+// as float, and, for BF16 without a transform, its blocks' stats from the packed input (max |x| of
+// two BF16 values per instruction); returns whether `m` holds them.
+template <class Op, InType kIn, int kChunks>
+FP4JIT_DEV bool group_from_chunks(const uint4 (&cur)[kChunks], int g, float (&v)[group_size<Op>()],
+                                  u32 (&m)[group_size<Op>() / Op::block_cols]) {
+  constexpr int kG = group_size<Op>();
+  constexpr int kPerLoad = 16 / in_size(kIn);
+#pragma unroll
+  for (int l = 0; l < kG / kPerLoad; ++l)
+    widen<kIn>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
+  if constexpr (kIn == InType::bf16 && Op::had == 0 && !Op::occ) {
+    constexpr int kWords = Op::block_cols / 2;
+#pragma unroll
+    for (int b = 0; b < kG / Op::block_cols; ++b) {
+      u32 mm = 0u;
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) {
+        const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
+        const uint4& u = cur[word / 4];
+        const int k = word % 4;
+        mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
+      }
+      m[b] = bf16x2_max_bits(mm);
+    }
+    return true;
+  }
+  return false;
+}
+
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
 // group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
 // max |x| bits already (from the packed BF16 input, no transform); else they are computed here.

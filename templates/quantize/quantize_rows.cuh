@@ -79,7 +79,6 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   constexpr int kStages = rows_ring_stages(Cfg::threads, Cfg::unroll, Cfg::in);
   constexpr int kSlot = 32 * kLoads;  // 16-byte chunks per ring slot
   static_assert(kStages >= 1, "the warps' rings do not fit the shared-memory budget");
-  constexpr bool kRawMax = Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
   __shared__ __align__(16) uint4 ring[kWarps * kStages * kSlot];
 
   const OperandOut o = a.row;
@@ -200,28 +199,7 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       if (n == 0) break;
       float v[kG];
       u32 m[kG / Op::block_cols];
-      bool stats_given = false;
-#pragma unroll
-      for (int l = 0; l < kG / kPerLoad; ++l)
-        widen<Cfg::in>(cur[g * (kG / kPerLoad) + l], v + l * kPerLoad);
-      if constexpr (kRawMax) {
-        // Block stats from the packed input (zero past the row's end): max |x| of two BF16 values
-        // per instruction.
-        constexpr int kWords = Op::block_cols / 2;
-#pragma unroll
-        for (int b = 0; b < kG / Op::block_cols; ++b) {
-          u32 mm = 0u;
-#pragma unroll
-          for (int w = 0; w < kWords; ++w) {
-            const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
-            const uint4& u = cur[word / 4];
-            const int k = word % 4;
-            mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
-          }
-          m[b] = bf16x2_max_bits(mm);
-        }
-        stats_given = true;
-      }
+      const bool stats_given = group_from_chunks<Op, Cfg::in>(cur, g, v, m);
       if constexpr (Op::occ) {
 #pragma unroll
         for (int e = 0; e < kG; ++e)

@@ -156,8 +156,223 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
                              global_max);
 }
 
+// The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
+// quantization). Tiles stay in the input's own type in shared memory, kStages of them in a ring
+// filled by cp.async (coalesced, zero-filled past the tensor) while an earlier one is quantized;
+// 16-byte chunks of a row are XOR-swizzled by the row's low 3 bits, so that both a lane reading
+// its row group (16-byte reads, consecutive lanes on consecutive groups or rows) and a warp
+// reading one 4-byte word of 32 consecutive words of a row (the transposed operand) hit distinct
+// banks. The transposed operand's lanes own one 4-byte column word (two BF16/FP16 columns, one
+// FP32 column) over a group of rows: one shared-memory read per row for both columns, block
+// stats of both BF16 columns by one packed max per row. In mode both, half the warps take the
+// transposed operand and half the row-wise one (equal element counts per tile).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
+FP4JIT_CONSTEXPR int tile_raw_stages() {
+  constexpr int kBytes = Cfg::tile_rows * Cfg::tile_cols * in_size(Cfg::in);
+  constexpr int kFit = kTileRingBytes / kBytes;
+  return kFit < 4 ? kFit : 4;
+}
+template <class Cfg>
+FP4JIT_CONSTEXPR bool tile_raw_path() {
+  using RowOp = typename Cfg::RowOp;
+  using ColOp = typename Cfg::ColOp;
+  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
+  constexpr bool kOps = (!kRows || (lane_groups<RowOp>() && !RowOp::occ)) &&
+                        (!kCols || (lane_groups<ColOp>() && !ColOp::occ)) && !Cfg::requant;
+  // Whole swizzle groups of 8 chunks per row, at least two ring slots, whole groups per tile.
+  return kOps && (Cfg::tile_cols * in_size(Cfg::in)) % 128 == 0 && tile_raw_stages<Cfg>() >= 2 &&
+         (!kRows || Cfg::tile_cols % group_size<RowOp>() == 0) &&
+         (!kCols || Cfg::tile_rows % group_size<ColOp>() == 0) &&
+         (Cfg::mode != Mode::both || Cfg::threads % 64 == 0);
+}
+// Index of chunk c of row r in a raw tile of kCPR chunks per row.
+template <int kCPR>
+FP4JIT_DEV int raw_chunk(int r, int c) {
+  return r * kCPR + (c ^ (r & 7));
+}
+
+template <class Cfg>
+FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
+  using RowOp = typename Cfg::RowOp;
+  using ColOp = typename Cfg::ColOp;
+  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols;
+  constexpr int kEsz = in_size(Cfg::in);
+  constexpr int kPerLoad = 16 / kEsz;
+  constexpr int kCPR = kTN * kEsz / 16;  // 16-byte chunks per tile row
+  constexpr int kChunks = kTM * kCPR;
+  constexpr int kStages = tile_raw_stages<Cfg>();
+  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
+  constexpr bool kStats = Cfg::phase == Phase::stats;
+  constexpr int kGR = group_size<RowOp>(), kGC = group_size<ColOp>();
+  constexpr int kRowUnits = kRows ? kTM * (kTN / kGR) : 0;  // a row group each
+  constexpr int kWordsPerRow = kTN * kEsz / 4;
+  constexpr int kColUnits = kCols ? kWordsPerRow * (kTM / kGC) : 0;  // a column word's row group
+  constexpr int kColsPerWord = 4 / kEsz;
+  __shared__ __align__(16) uint4 ring[kStages * kChunks];
+
+  const i64 tiles_j = (a.cols + kTN - 1) / kTN;
+  const i64 tiles = ((a.rows + kTM - 1) / kTM) * tiles_j;
+  const bool vector_ok = a.vector_ok != 0u;
+  const char* in = static_cast<const char*>(a.in);
+
+  float s_row = 1.0f, s_col = 1.0f;
+  TwoLevel tl_row{1.0f, 1.0f}, tl_col{1.0f, 1.0f};
+  if constexpr (!kStats && kRows && RowOp::rule == Rule::two_level) {
+    s_row = operand_s_enc<RowOp>(a.row);
+    tl_row = two_level_consts<RowOp>(s_row);
+  }
+  if constexpr (!kStats && kCols && ColOp::rule == Rule::two_level) {
+    s_col = operand_s_enc<ColOp>(a.col);
+    tl_col = two_level_consts<ColOp>(s_col);
+  }
+  const bool want_row = kStats ? a.row.amax_bits != nullptr
+                               : (a.row.amax_out != nullptr && a.row.amax_bits == nullptr);
+  const bool want_col = kStats ? a.col.amax_bits != nullptr
+                               : (a.col.amax_out != nullptr && a.col.amax_bits == nullptr);
+  u32 row_max = 0u, col_max = 0u;
+
+  const auto origin = [&](i64 t, i64& i0, i64& j0) {
+    const i64 tt = kStats ? tiles - 1 - t : t;
+    i0 = (tt / tiles_j) * kTM;
+    j0 = (tt % tiles_j) * kTN;
+  };
+  const auto issue = [&](i64 t, int stage) {
+    i64 i0, j0;
+    origin(t, i0, j0);
+    uint4* slot = ring + stage * kChunks;
+    for (int q = static_cast<int>(threadIdx.x); q < kChunks; q += Cfg::threads) {
+      const int r = q / kCPR, c = q % kCPR;
+      const i64 i = i0 + r, j = j0 + static_cast<i64>(c) * kPerLoad;
+      const i64 left = a.cols - j;
+      const int bytes =
+          i >= a.rows || left <= 0 ? 0 : (left >= kPerLoad ? 16 : static_cast<int>(left) * kEsz);
+      const char* src = bytes > 0 ? in + (i * a.stride + j) * kEsz : in;
+      if (vector_ok) {
+        cp_async16(slot + raw_chunk<kCPR>(r, c), src, bytes);
+      } else {
+        copy16_sync<kEsz>(slot + raw_chunk<kCPR>(r, c), src, bytes);
+      }
+    }
+  };
+
+  // Row-wise unit u of the tile at (i0, j0): group u % (kTN / kGR) of tile row u / (kTN / kGR)
+  // (consecutive lanes on consecutive groups of a row: their code stores are contiguous).
+  const auto row_unit = [&](const uint4* tile, int u, i64 i0, i64 j0) {
+    if constexpr (kRows) {
+      constexpr int kGroupsPerRow = kTN / kGR;
+      constexpr int kGChunks = kGR / kPerLoad;
+      const int r = u / kGroupsPerRow, g = u % kGroupsPerRow;
+      const i64 row = i0 + r, c0 = j0 + static_cast<i64>(g) * kGR;
+      const i64 left = a.row.cols - c0;
+      const int n =
+          row >= a.row.rows || left <= 0 ? 0 : (left >= kGR ? kGR : static_cast<int>(left));
+      if (n == 0) return;
+      uint4 cur[kGChunks];
+#pragma unroll
+      for (int l = 0; l < kGChunks; ++l) cur[l] = tile[raw_chunk<kCPR>(r, g * kGChunks + l)];
+      float v[kGR];
+      u32 m[kGR / RowOp::block_cols];
+      const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
+      quantize_group<RowOp, kStats>(v, given, m, row, c0, n, a.row, s_row, tl_row, a.seed, a.offset,
+                                    want_row, row_max);
+    }
+  };
+  // Transposed unit u: column word u % kWordsPerRow over the tile rows of group u / kWordsPerRow.
+  const auto col_unit = [&](const uint4* tile, int u, i64 i0, i64 j0) {
+    if constexpr (kCols) {
+      constexpr int kBlocks = kGC / ColOp::block_cols;
+      constexpr bool kPacked = Cfg::in == InType::bf16 && ColOp::had == 0;
+      const int w = u % kWordsPerRow, rg = u / kWordsPerRow;
+      const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
+      const i64 left = a.col.cols - c0;
+      const int n = left <= 0 ? 0 : (left >= kGC ? kGC : static_cast<int>(left));
+      if (n == 0) return;
+      const u32* words = reinterpret_cast<const u32*>(tile);
+      u32 x[kGC];
+#pragma unroll
+      for (int e = 0; e < kGC; ++e) {
+        const int r = rg * kGC + e;
+        x[e] = words[raw_chunk<kCPR>(r, w / 4) * 4 + w % 4];
+      }
+      u32 mm[kBlocks];
+      if constexpr (kPacked) {
+#pragma unroll
+        for (int b = 0; b < kBlocks; ++b) {
+          u32 acc = 0u;
+#pragma unroll
+          for (int e = 0; e < ColOp::block_cols; ++e)
+            acc = absmax_bf16x2(acc, x[b * ColOp::block_cols + e]);
+          mm[b] = acc;
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < kColsPerWord; ++h) {
+        const i64 orow =
+            j0 + static_cast<i64>(w) * kColsPerWord + h;  // operand row (source column)
+        if (orow >= a.col.rows) break;
+        float v[kGC];
+#pragma unroll
+        for (int e = 0; e < kGC; ++e) {
+          if constexpr (Cfg::in == InType::f32) {
+            v[e] = nx::bits_float(x[e]);
+          } else {
+            const u16 half = static_cast<u16>(h == 0 ? (x[e] & 0xffffu) : (x[e] >> 16));
+            v[e] = Cfg::in == InType::bf16 ? nx::bf16_to_float(half) : nx::f16_to_float(half);
+          }
+        }
+        u32 m[kBlocks];
+        if constexpr (kPacked) {
+#pragma unroll
+          for (int b = 0; b < kBlocks; ++b)
+            m[b] = h == 0 ? (mm[b] & 0x7fffu) << 16 : mm[b] & 0x7fff0000u;
+        }
+        quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, s_col, tl_col, a.seed,
+                                      a.offset, want_col, col_max);
+      }
+    }
+  };
+
+  const i64 t0 = blockIdx.x, tstep = gridDim.x;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (t0 + s * tstep < tiles) issue(t0 + s * tstep, s);
+    cp_async_commit();
+  }
+  int stage = 0;
+  for (i64 t = t0; t < tiles; t += tstep) {
+    // The slot of the tile quantized last round takes the tile kStages - 1 rounds ahead.
+    const i64 ahead = t + (kStages - 1) * tstep;
+    if (ahead < tiles) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();
+    __syncthreads();
+    i64 i0, j0;
+    origin(t, i0, j0);
+    const uint4* tile = ring + stage * kChunks;
+    const int tid = static_cast<int>(threadIdx.x);
+    if constexpr (kRows && kCols) {
+      constexpr int kHalf = Cfg::threads / 2;
+      if (tid < kHalf) {
+        for (int u = tid; u < kColUnits; u += kHalf) col_unit(tile, u, i0, j0);
+      } else {
+        for (int u = tid - kHalf; u < kRowUnits; u += kHalf) row_unit(tile, u, i0, j0);
+      }
+    } else if constexpr (kRows) {
+      for (int u = tid; u < kRowUnits; u += Cfg::threads) row_unit(tile, u, i0, j0);
+    } else {
+      for (int u = tid; u < kColUnits; u += Cfg::threads) col_unit(tile, u, i0, j0);
+    }
+    __syncthreads();  // every thread is done with the slot before it is refilled
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+  cp_async_wait<0>();
+  if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
+  if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
+}
+
+// The float-tile path (every other operand set).
+template <class Cfg>
+FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   using RowOp = typename Cfg::RowOp;
   using ColOp = typename Cfg::ColOp;
   constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = kTN + 1;
@@ -305,6 +520,17 @@ __global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
   }
   if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
+  static_assert(operand_ok<typename Cfg::RowOp>() && operand_ok<typename Cfg::ColOp>(),
+                "operand not supported by the CUDA kernels");
+  if constexpr (tile_raw_path<Cfg>()) {
+    tile_raw<Cfg>(a);
+  } else {
+    tile_float<Cfg>(a);
+  }
 }
 
 }  // namespace fp4jit::kern
