@@ -159,13 +159,13 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
 // The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
 // quantization). Tiles stay in the input's own type in shared memory, kStages of them in a ring
 // filled by cp.async (coalesced, zero-filled past the tensor) while an earlier one is quantized;
-// 16-byte chunks of a row are XOR-swizzled by the row's low 3 bits, so that both a lane reading
-// its row group (16-byte reads, consecutive lanes on consecutive groups or rows) and a warp
-// reading one 4-byte word of 32 consecutive words of a row (the transposed operand) hit distinct
-// banks. The transposed operand's lanes own one 4-byte column word (two BF16/FP16 columns, one
-// FP32 column) over a group of rows: one shared-memory read per row for both columns, block
-// stats of both BF16 columns by one packed max per row. In mode both, half the warps take the
-// transposed operand and half the row-wise one (equal element counts per tile).
+// 16-byte chunks of a row are XOR-swizzled (raw_chunk), so that both a lane reading its row group
+// (16-byte reads, consecutive lanes on consecutive groups of a row) and a warp reading one 4-byte
+// word of 32 consecutive words of a row (the transposed operand) hit distinct banks. The transposed
+// operand's lanes own one 4-byte column word (two BF16/FP16 columns, one FP32 column) over a group
+// of rows: one shared-memory read per row for both columns, block stats of both BF16 columns by one
+// packed max per row. In mode both, half the warps take the transposed operand and half the
+// row-wise one (equal element counts per tile).
 template <class Cfg>
 FP4JIT_CONSTEXPR int tile_raw_stages() {
   constexpr int kBytes = Cfg::tile_rows * Cfg::tile_cols * in_size(Cfg::in);
@@ -185,10 +185,14 @@ FP4JIT_CONSTEXPR bool tile_raw_path() {
          (!kCols || Cfg::tile_rows % group_size<ColOp>() == 0) &&
          (Cfg::mode != Mode::both || Cfg::threads % 64 == 0);
 }
-// Index of chunk c of row r in a raw tile of kCPR chunks per row.
+// Index of chunk c of row r in a raw tile of kCPR chunks per row: within each aligned run of 8
+// chunks (128 bytes, all banks) the chunk moves by XOR with 2r + (c / 8). A quarter warp reading
+// 16 bytes each (row groups of 2, 4 or 8 chunks, consecutive lanes on consecutive groups, rows
+// from an even one) and a warp reading 32 consecutive 4-byte words of one row both hit 8 distinct
+// 16-byte bank groups.
 template <int kCPR>
 FP4JIT_DEV int raw_chunk(int r, int c) {
-  return r * kCPR + (c ^ (r & 7));
+  return r * kCPR + (c ^ ((2 * r + (c >> 3)) & 7));
 }
 
 template <class Cfg>
