@@ -137,6 +137,7 @@ struct Row {
   std::int64_t n;
   double ms, effective_gbps, actual_gbps, copy_ratio;
   std::int64_t bytes, actual_bytes;
+  double host_us;  // median host time per call (planning and enqueueing)
 };
 
 int run_bench(const std::vector<std::string>& args) {
@@ -220,7 +221,7 @@ int run_bench(const std::vector<std::string>& args) {
                                     nullptr),
                 "cuMemcpyDtoDAsync");
           }
-          std::vector<double> ms;
+          std::vector<double> ms, host_us;
           for (int i = 0; i < reps + 3; ++i) {
             const int b = i % buffers;
             const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
@@ -230,12 +231,19 @@ int run_bench(const std::vector<std::string>& args) {
               qa.amax_transposed = amax_in.get<float>() + 1;
             }
             timer.start();
+            const auto h0 = std::chrono::steady_clock::now();
             if (m.pair)
               engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
             else
               engine.quantize(recipe, m.role, in, out[b].view(), qa);
+            const double h =
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
+                    .count();
             const double t = timer.stop_ms();
-            if (i >= 3) ms.push_back(t);
+            if (i >= 3) {
+              ms.push_back(t);
+              host_us.push_back(h);
+            }
           }
           const double med = median(ms);
           const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
@@ -260,18 +268,19 @@ int run_bench(const std::vector<std::string>& args) {
                 moved / (med * 1e-3) / 1e9,
                 0.0,
                 bytes,
-                moved};
+                moved,
+                median(host_us)};
           r.copy_ratio = r.effective_gbps / copy_gbps;
           rows.push_back(r);
           fmt::print(
               "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move "
               "{:7.1f} "
-              "GB/s, {} passes' bytes {:.2f}x)\n",
+              "GB/s, {} passes' bytes {:.2f}x; host {:.1f} us per call)\n",
               r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
               std::count_if(
                   plan.begin(), plan.end(),
                   [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
-              static_cast<double>(moved) / static_cast<double>(bytes));
+              static_cast<double>(moved) / static_cast<double>(bytes), r.host_us);
         }
       }
     }
@@ -287,9 +296,9 @@ int run_bench(const std::vector<std::string>& args) {
           "  {{\"preset\": \"{}\", \"mode\": \"{}\", \"n\": {}, \"ms\": {:.5f}, "
           "\"effective_GBps\": {:.1f}, "
           "\"copy_ratio\": {:.4f}, \"bytes\": {}, \"kernel_bytes\": {}, \"kernel_GBps\": "
-          "{:.1f}}}{}\n",
+          "{:.1f}, \"host_us\": {:.1f}}}{}\n",
           r.preset, r.mode, r.n, r.ms, r.effective_gbps, r.copy_ratio, r.bytes, r.actual_bytes,
-          r.actual_gbps, i + 1 < rows.size() ? "," : "");
+          r.actual_gbps, r.host_us, i + 1 < rows.size() ? "," : "");
     }
     f << " ]\n}\n";
   }

@@ -108,20 +108,28 @@ class Timer {
   // Median milliseconds of `iters` runs of fn(i) after 3 warm-ups.
   template <class Fn>
   double median_ms(int iters, Fn fn);
+  // The median host time of the same calls, up to their return (on CUDA: enqueueing).
+  double host_ms() const { return host_ms_; }
 
  private:
   bool device_;
+  double host_ms_ = 0.0;
 };
 
 template <class Fn>
 double Timer::median_ms(int iters, Fn fn) {
   for (int i = 0; i < 3; ++i) fn(i);
-  std::vector<double> ms;
+  std::vector<double> ms, host;
 #if defined(FP4JIT_HAVE_CUDA)
   if (device_) {
     cuda::DeviceScope scope(0);
     cuda::EventTimer timer(scope.driver());
-    for (int i = 0; i < iters; ++i) ms.push_back(timer.ms([&] { fn(i); }));
+    for (int i = 0; i < iters; ++i)
+      ms.push_back(timer.ms([&] {
+        Stopwatch w;
+        fn(i);
+        host.push_back(w.ms());
+      }));
   }
 #endif
   if (!device_) {
@@ -130,8 +138,11 @@ double Timer::median_ms(int iters, Fn fn) {
       fn(i);
       ms.push_back(w.ms());
     }
+    host = ms;
   }
   std::sort(ms.begin(), ms.end());
+  std::sort(host.begin(), host.end());
+  host_ms_ = host[host.size() / 2];
   return ms[ms.size() / 2];
 }
 
@@ -189,8 +200,11 @@ void run_bench(const BenchOptions& o) {
       });
       const double tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
                             static_cast<double>(s.k) / (ms * 1e-3) / 1e12;
-      fmt::print("  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  ({} operand sets{})\n", op_name.name,
-                 gemm_shape_text(s), ms, tflops, sets, occ ? ", OCC compensation included" : "");
+      fmt::print(
+          "  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  (host {:.1f} us per call; {} operand "
+          "sets{})\n",
+          op_name.name, gemm_shape_text(s), ms, tflops, timer.host_ms() * 1e3, sets,
+          occ ? ", OCC compensation included" : "");
       results.push_back({{"recipe", recipe.preset},
                          {"op", op_name.name},
                          {"m", s.m},
@@ -199,6 +213,7 @@ void run_bench(const BenchOptions& o) {
                          {"out", name(out_dtype)},
                          {"backend", o.backend},
                          {"median_ms", ms},
+                         {"host_ms", timer.host_ms()},
                          {"tflops", tflops},
                          {"iters", iters},
                          {"sets", sets},

@@ -160,9 +160,7 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
                               plan.block_m, plan.swizzle_bytes);
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
                               plan.block_n, plan.swizzle_bytes);
-  CUfunction fn = modules_->function(plan.kernel);
-  check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.smem_bytes),
-        "cuFuncSetAttribute (GEMM dynamic shared memory)");
+  CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
   check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
                          static_cast<unsigned>(plan.threads), 1, 1,

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "core/text.hpp"
 #include "gemm/sm100/config.cuh"
@@ -96,7 +98,9 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   return c;
 }
 
-GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out,
+namespace {
+
+GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out,
                    const DeviceInfo& device, const codegen::GemmChoice* choice) {
   GemmPlan p;
   p.spec = codegen::gemm_spec(recipe, op, shape.n, shape.k, out, device.target);
@@ -153,6 +157,31 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   }
   p.tiles = ((shape.m + p.block_m - 1) / p.block_m) * ((shape.n + p.block_n - 1) / p.block_n);
   if (p.choice.splits > 1) p.workspace_floats = p.tiles * p.choice.splits * p.block_m * p.block_n;
+  return p;
+}
+
+}  // namespace
+
+// Plans are remembered by a text naming everything they read: an Engine plans the same few GEMMs
+// on every call of a training step, and a plan writes kernel stubs (microseconds).
+GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out,
+                   const DeviceInfo& device, const codegen::GemmChoice* choice) {
+  std::string key = canonical(recipe);
+  key += fmt::format("|{}|{}x{}x{}|{}|{}|{}", static_cast<int>(op), shape.m, shape.n, shape.k,
+                     name(out), device.target, device.sm_count);
+  if (choice != nullptr)
+    key += fmt::format("|{}|{}|{}|{}", choice->sm90.text(), choice->sm100.text(), choice->splits,
+                       choice->grid);
+  static std::mutex mutex;
+  static std::unordered_map<std::string, GemmPlan> memo;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  GemmPlan p = make_plan(recipe, op, shape, out, device, choice);
+  std::lock_guard lock(mutex);
+  if (memo.size() >= 1024) memo.clear();  // a bound for processes that sweep shapes or configs
+  memo.emplace(std::move(key), p);
   return p;
 }
 

@@ -50,6 +50,18 @@ int ModuleRegistry::blocks_per_sm(const codegen::KernelSource& kernel, int block
   return l.occupancy;
 }
 
+CUfunction ModuleRegistry::function_with_smem(const codegen::KernelSource& kernel, int bytes) {
+  const CUfunction fn = function(kernel);
+  std::lock_guard lock(mutex_);
+  Loaded& l = loaded_.at(kernel.key_text);
+  if (bytes > l.smem_limit) {
+    check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+          "cuFuncSetAttribute (dynamic shared memory)");
+    l.smem_limit = bytes;
+  }
+  return fn;
+}
+
 ModuleRegistry::Counts ModuleRegistry::counts() const {
   std::lock_guard lock(mutex_);
   return counts_;

@@ -44,6 +44,9 @@ class ModuleRegistry {
   // How many CTAs of `block` threads of the kernel fit one SM at once (registers, shared
   // memory), at least 1; asked of the driver once per kernel and block size. Thread-safe.
   int blocks_per_sm(const codegen::KernelSource& kernel, int block);
+  // The kernel's function with its dynamic shared-memory limit raised to at least `bytes` (one
+  // cuFuncSetAttribute per kernel and larger size). Thread-safe.
+  CUfunction function_with_smem(const codegen::KernelSource& kernel, int bytes);
 
   struct Counts {
     int compiled = 0, from_cache = 0;
@@ -56,6 +59,7 @@ class ModuleRegistry {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
     int occupancy_block = 0, occupancy = 0;  // the last blocks_per_sm answer
+    int smem_limit = 0;                      // the dynamic shared memory allowed so far
   };
   const Driver& d_;
   CUcontext ctx_;
