@@ -298,7 +298,9 @@ FP4JIT_DEV bool group_from_chunks(const uint4 (&cur)[kChunks], int g, float (&v)
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
 // group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
 // max |x| bits already (from the packed BF16 input, no transform); else they are computed here.
-template <class Op, bool kStats>
+// kRequant (double quantization, quantize pass): v becomes the values the codes stand for
+// (segment.cuh requant_value), 0 past the n in range.
+template <class Op, bool kStats, bool kRequant = false>
 FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,
                                const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
@@ -330,6 +332,14 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
       encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
       if (c0 + b * kB < c0 + n)
         store_scale<Op>(o.scales, block_index<Op>(r, c0 + b * kB, o.scale_cols), sc);
+      if constexpr (kRequant) {
+#pragma unroll
+        for (int e = 0; e < kB; ++e) {
+          const int i = b * kB + e;
+          const u32 code = (words[i / 8] >> (4 * (i % 8))) & 15u;
+          v[i] = i < n ? requant_value<Op>(code, sc, s_enc) : 0.0f;
+        }
+      }
     }
     u8* dst = o.codes + r * o.row_bytes + c0 / 2;
     if (n == kG && o.row_bytes % 16 == 0) {

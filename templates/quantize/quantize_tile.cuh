@@ -172,6 +172,17 @@ FP4JIT_CONSTEXPR int tile_raw_stages() {
   constexpr int kFit = kTileRingBytes / kBytes;
   return kFit < 4 ? kFit : 4;
 }
+// Double quantization on the raw path: the row-wise pass writes the values its codes stand for
+// back into the tile, in the input's own type, where they are exact: FP32, or BF16 with power-of-
+// two block scales (E2M1 x 2^e has 2 significant bits, BF16 spans FP32's exponents).
+template <class Cfg>
+FP4JIT_CONSTEXPR bool tile_raw_requant() {
+  using RowOp = typename Cfg::RowOp;
+  using ColOp = typename Cfg::ColOp;
+  return Cfg::requant && Cfg::mode == Mode::both && Cfg::phase == Phase::quantize &&
+         lane_groups<RowOp>() && !RowOp::occ && lane_groups<ColOp>() && !ColOp::occ &&
+         (Cfg::in == InType::f32 || (Cfg::in == InType::bf16 && RowOp::scale == ScaleFmt::e8m0));
+}
 template <class Cfg>
 FP4JIT_CONSTEXPR bool tile_raw_path() {
   using RowOp = typename Cfg::RowOp;
@@ -180,8 +191,8 @@ FP4JIT_CONSTEXPR bool tile_raw_path() {
   constexpr bool kOps = (!kRows || (lane_groups<RowOp>() && !RowOp::occ)) &&
                         (!kCols || (lane_groups<ColOp>() && !ColOp::occ)) && !Cfg::requant;
   // Whole swizzle groups of 8 chunks per row, at least two ring slots, whole groups per tile.
-  return kOps && (Cfg::tile_cols * in_size(Cfg::in)) % 128 == 0 && tile_raw_stages<Cfg>() >= 2 &&
-         (!kRows || Cfg::tile_cols % group_size<RowOp>() == 0) &&
+  return (kOps || tile_raw_requant<Cfg>()) && (Cfg::tile_cols * in_size(Cfg::in)) % 128 == 0 &&
+         tile_raw_stages<Cfg>() >= 2 && (!kRows || Cfg::tile_cols % group_size<RowOp>() == 0) &&
          (!kCols || Cfg::tile_rows % group_size<ColOp>() == 0) &&
          (Cfg::mode != Mode::both || Cfg::threads % 64 == 0);
 }
@@ -261,7 +272,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
 
   // Row-wise unit u of the tile at (i0, j0): group u % (kTN / kGR) of tile row u / (kTN / kGR)
   // (consecutive lanes on consecutive groups of a row: their code stores are contiguous).
-  const auto row_unit = [&](const uint4* tile, int u, i64 i0, i64 j0) {
+  constexpr bool kRequant = tile_raw_requant<Cfg>();
+  const auto row_unit = [&](uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kRows) {
       constexpr int kGroupsPerRow = kTN / kGR;
       constexpr int kGChunks = kGR / kPerLoad;
@@ -277,8 +289,25 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       float v[kGR];
       u32 m[kGR / RowOp::block_cols];
       const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
-      quantize_group<RowOp, kStats>(v, given, m, row, c0, n, a.row, s_row, tl_row, a.seed, a.offset,
-                                    want_row, row_max);
+      quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, s_row, tl_row, a.seed,
+                                              a.offset, want_row, row_max);
+      if constexpr (kRequant) {
+        // The dequantized values (exact in the input type) replace the group's input.
+#pragma unroll
+        for (int l = 0; l < kGChunks; ++l) {
+          u32 w[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if constexpr (Cfg::in == InType::f32) {
+              w[k] = nx::float_bits(v[4 * l + k]);
+            } else {
+              w[k] = (nx::float_bits(v[8 * l + 2 * k]) >> 16) |
+                     (nx::float_bits(v[8 * l + 2 * k + 1]) & 0xffff0000u);
+            }
+          }
+          tile[raw_chunk<kCPR>(r, g * kGChunks + l)] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      }
     }
   };
   // Transposed unit u: column word u % kWordsPerRow over the tile rows of group u / kWordsPerRow.
@@ -352,9 +381,14 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     __syncthreads();
     i64 i0, j0;
     origin(t, i0, j0);
-    const uint4* tile = ring + stage * kChunks;
+    uint4* tile = ring + stage * kChunks;
     const int tid = static_cast<int>(threadIdx.x);
-    if constexpr (kRows && kCols) {
+    if constexpr (kRequant) {
+      // The transposed operand reads what the row-wise pass wrote.
+      for (int u = tid; u < kRowUnits; u += Cfg::threads) row_unit(tile, u, i0, j0);
+      __syncthreads();
+      for (int u = tid; u < kColUnits; u += Cfg::threads) col_unit(tile, u, i0, j0);
+    } else if constexpr (kRows && kCols) {
       constexpr int kHalf = Cfg::threads / 2;
       if (tid < kHalf) {
         for (int u = tid; u < kColUnits; u += kHalf) col_unit(tile, u, i0, j0);
