@@ -156,6 +156,23 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
                              global_max);
 }
 
+// Per-operand constants of a quantize_tile pass: s_enc and the two-level constants (quantize pass
+// of a two-level operand), and whether this pass accumulates the global amax.
+template <class Cfg, class Op, bool kUsed>
+struct OperandConsts {
+  float s_enc = 1.0f;
+  TwoLevel tl{1.0f, 1.0f};
+  bool want_max = false;
+  FP4JIT_DEV explicit OperandConsts(const OperandOut& o) {
+    constexpr bool kStats = Cfg::phase == Phase::stats;
+    if constexpr (!kStats && kUsed && Op::rule == Rule::two_level) {
+      s_enc = operand_s_enc<Op>(o);
+      tl = two_level_consts<Op>(s_enc);
+    }
+    want_max = kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
+  }
+};
+
 // The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
 // quantization). Tiles stay in the input's own type in shared memory, kStages of them in a ring
 // filled by cp.async (coalesced, zero-filled past the tensor) while an earlier one is quantized;
@@ -230,20 +247,11 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
 
-  float s_row = 1.0f, s_col = 1.0f;
-  TwoLevel tl_row{1.0f, 1.0f}, tl_col{1.0f, 1.0f};
-  if constexpr (!kStats && kRows && RowOp::rule == Rule::two_level) {
-    s_row = operand_s_enc<RowOp>(a.row);
-    tl_row = two_level_consts<RowOp>(s_row);
-  }
-  if constexpr (!kStats && kCols && ColOp::rule == Rule::two_level) {
-    s_col = operand_s_enc<ColOp>(a.col);
-    tl_col = two_level_consts<ColOp>(s_col);
-  }
-  const bool want_row = kStats ? a.row.amax_bits != nullptr
-                               : (a.row.amax_out != nullptr && a.row.amax_bits == nullptr);
-  const bool want_col = kStats ? a.col.amax_bits != nullptr
-                               : (a.col.amax_out != nullptr && a.col.amax_bits == nullptr);
+  const OperandConsts<Cfg, RowOp, kRows> rc(a.row);
+  const OperandConsts<Cfg, ColOp, kCols> cc(a.col);
+  const float s_row = rc.s_enc, s_col = cc.s_enc;
+  const TwoLevel tl_row = rc.tl, tl_col = cc.tl;
+  const bool want_row = rc.want_max, want_col = cc.want_max;
   u32 row_max = 0u, col_max = 0u;
 
   const auto origin = [&](i64 t, i64& i0, i64& j0) {
@@ -451,20 +459,11 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     acc_col[i] = 0u;
 
   // Per-operand constants and the amaxes this thread saw.
-  float s_row = 1.0f, s_col = 1.0f;
-  TwoLevel tl_row{1.0f, 1.0f}, tl_col{1.0f, 1.0f};
-  if constexpr (!kStats && kRows && RowOp::rule == Rule::two_level) {
-    s_row = operand_s_enc<RowOp>(a.row);
-    tl_row = two_level_consts<RowOp>(s_row);
-  }
-  if constexpr (!kStats && kCols && ColOp::rule == Rule::two_level) {
-    s_col = operand_s_enc<ColOp>(a.col);
-    tl_col = two_level_consts<ColOp>(s_col);
-  }
-  const bool want_row = kStats ? a.row.amax_bits != nullptr
-                               : (a.row.amax_out != nullptr && a.row.amax_bits == nullptr);
-  const bool want_col = kStats ? a.col.amax_bits != nullptr
-                               : (a.col.amax_out != nullptr && a.col.amax_bits == nullptr);
+  const OperandConsts<Cfg, RowOp, kRows> rc(a.row);
+  const OperandConsts<Cfg, ColOp, kCols> cc(a.col);
+  const float s_row = rc.s_enc, s_col = cc.s_enc;
+  const TwoLevel tl_row = rc.tl, tl_col = cc.tl;
+  const bool want_row = rc.want_max, want_col = cc.want_max;
   u32 row_max = 0u, col_max = 0u;
 
   // Tile t's first source row and column (the stats pass walks the tiles in reverse, so that the
