@@ -2,25 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <mutex>
-#include <unordered_map>
-
 #include "core/error.hpp"
+#include "core/memo.hpp"
 
 namespace fp4jit::codegen {
 
 KernelSource memoized(const std::string& key, const std::function<KernelSource()>& make) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, KernelSource> memo;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  KernelSource k = make();
-  std::lock_guard lock(mutex);
-  if (memo.size() >= 4096) memo.clear();  // a bound for processes that sweep configs
-  memo.emplace(key, k);
-  return k;
+  static TextMemo<KernelSource> memo(4096);
+  return memo.get(key, make);
 }
 
 std::string KernelSource::name_expression() const {

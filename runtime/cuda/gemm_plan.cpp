@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
 #include <set>
-#include <unordered_map>
 
+#include "core/memo.hpp"
 #include "core/text.hpp"
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm90/geometry.cuh"
@@ -172,17 +171,8 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   if (choice != nullptr)
     key += fmt::format("|{}|{}|{}|{}", choice->sm90.text(), choice->sm100.text(), choice->splits,
                        choice->grid);
-  static std::mutex mutex;
-  static std::unordered_map<std::string, GemmPlan> memo;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  GemmPlan p = make_plan(recipe, op, shape, out, device, choice);
-  std::lock_guard lock(mutex);
-  if (memo.size() >= 1024) memo.clear();  // a bound for processes that sweep shapes or configs
-  memo.emplace(std::move(key), p);
-  return p;
+  static TextMemo<GemmPlan> memo(1024);
+  return memo.get(key, [&] { return make_plan(recipe, op, shape, out, device, choice); });
 }
 
 std::vector<codegen::KernelSource> GemmPlan::kernels() const {

@@ -158,6 +158,21 @@ FP4JIT_DEV void copy16_sync(void* smem, const void* gmem, int bytes) {
   }
 }
 
+// The 16-byte chunk of a source row from column c into shared memory (elements at or past `cols`
+// zero-filled): asynchronous when the rows are 16-byte aligned (vector_ok), else element by
+// element.
+template <int kEsz>
+FP4JIT_DEV void fetch16(void* smem, const char* row, i64 c, i64 cols, bool vector_ok) {
+  const i64 left = cols - c;
+  const int bytes = left <= 0 ? 0 : (left >= 16 / kEsz ? 16 : static_cast<int>(left) * kEsz);
+  const char* src = bytes > 0 ? row + c * kEsz : row;
+  if (vector_ok) {
+    cp_async16(smem, src, bytes);
+  } else {
+    copy16_sync<kEsz>(smem, src, bytes);
+  }
+}
+
 template <InType T>
 FP4JIT_DEV void widen(const uint4& u, float* v) {
   const u32 w[4] = {u.x, u.y, u.z, u.w};

@@ -143,15 +143,8 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
       const int g = j * 32 + lane;
-      const i64 c = cc * (32 * kPerLane) + static_cast<i64>(g) * kPerLoad;
-      const i64 left = cols - c;
-      const int bytes = left <= 0 ? 0 : (left >= kPerLoad ? 16 : static_cast<int>(left) * kEsz);
-      const char* src = bytes > 0 ? row + c * kEsz : row;
-      if (vector_ok) {
-        cp_async16(slot + ring_slot<kLoads>(g), src, bytes);
-      } else {
-        copy16_sync<kEsz>(slot + ring_slot<kLoads>(g), src, bytes);
-      }
+      fetch16<kEsz>(slot + ring_slot<kLoads>(g), row, c_item + static_cast<i64>(g) * kPerLoad, cols,
+                    vector_ok);
     }
   };
 

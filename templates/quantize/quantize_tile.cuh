@@ -173,6 +173,28 @@ struct OperandConsts {
   }
 };
 
+// What both paths of a quantize_tile pass derive from the arguments: the tile grid and each
+// operand's constants.
+template <class Cfg>
+struct TilePass {
+  static constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols;
+  i64 tiles_j, tiles;
+  OperandConsts<Cfg, typename Cfg::RowOp, Cfg::mode != Mode::cols> row;
+  OperandConsts<Cfg, typename Cfg::ColOp, Cfg::mode != Mode::rows> col;
+  FP4JIT_DEV explicit TilePass(const QuantizeArgs& a)
+      : tiles_j((a.cols + kTN - 1) / kTN),
+        tiles(((a.rows + kTM - 1) / kTM) * tiles_j),
+        row(a.row),
+        col(a.col) {}
+  // Tile t's first source row and column (the stats pass walks the tiles in reverse, so that the
+  // quantize pass finds the last ones in L2).
+  FP4JIT_DEV void origin(i64 t, i64& i0, i64& j0) const {
+    const i64 tt = Cfg::phase == Phase::stats ? tiles - 1 - t : t;
+    i0 = (tt / tiles_j) * kTM;
+    j0 = (tt % tiles_j) * kTN;
+  }
+};
+
 // The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
 // quantization). Tiles stay in the input's own type in shared memory, kStages of them in a ring
 // filled by cp.async (coalesced, zero-filled past the tensor) while an earlier one is quantized;
@@ -242,39 +264,21 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr int kColsPerWord = 4 / kEsz;
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
-  const i64 tiles_j = (a.cols + kTN - 1) / kTN;
-  const i64 tiles = ((a.rows + kTM - 1) / kTM) * tiles_j;
+  const TilePass<Cfg> pass(a);
+  const i64 tiles = pass.tiles;
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
-
-  const OperandConsts<Cfg, RowOp, kRows> rc(a.row);
-  const OperandConsts<Cfg, ColOp, kCols> cc(a.col);
-  const float s_row = rc.s_enc, s_col = cc.s_enc;
-  const TwoLevel tl_row = rc.tl, tl_col = cc.tl;
-  const bool want_row = rc.want_max, want_col = cc.want_max;
   u32 row_max = 0u, col_max = 0u;
-
-  const auto origin = [&](i64 t, i64& i0, i64& j0) {
-    const i64 tt = kStats ? tiles - 1 - t : t;
-    i0 = (tt / tiles_j) * kTM;
-    j0 = (tt % tiles_j) * kTN;
-  };
   const auto issue = [&](i64 t, int stage) {
     i64 i0, j0;
-    origin(t, i0, j0);
+    pass.origin(t, i0, j0);
     uint4* slot = ring + stage * kChunks;
     for (int q = static_cast<int>(threadIdx.x); q < kChunks; q += Cfg::threads) {
       const int r = q / kCPR, c = q % kCPR;
-      const i64 i = i0 + r, j = j0 + static_cast<i64>(c) * kPerLoad;
-      const i64 left = a.cols - j;
-      const int bytes =
-          i >= a.rows || left <= 0 ? 0 : (left >= kPerLoad ? 16 : static_cast<int>(left) * kEsz);
-      const char* src = bytes > 0 ? in + (i * a.stride + j) * kEsz : in;
-      if (vector_ok) {
-        cp_async16(slot + raw_chunk<kCPR>(r, c), src, bytes);
-      } else {
-        copy16_sync<kEsz>(slot + raw_chunk<kCPR>(r, c), src, bytes);
-      }
+      const i64 i = i0 + r;
+      // Rows past the tensor: an empty row (zero-filled).
+      fetch16<kEsz>(slot + raw_chunk<kCPR>(r, c), i < a.rows ? in + i * a.stride * kEsz : in,
+                    j0 + static_cast<i64>(c) * kPerLoad, i < a.rows ? a.cols : 0, vector_ok);
     }
   };
 
@@ -297,8 +301,9 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       float v[kGR];
       u32 m[kGR / RowOp::block_cols];
       const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
-      quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, s_row, tl_row, a.seed,
-                                              a.offset, want_row, row_max);
+      quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, pass.row.s_enc,
+                                              pass.row.tl, a.seed, a.offset, pass.row.want_max,
+                                              row_max);
       if constexpr (kRequant) {
         // The dequantized values (exact in the input type) replace the group's input.
 #pragma unroll
@@ -367,8 +372,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
           for (int b = 0; b < kBlocks; ++b)
             m[b] = h == 0 ? (mm[b] & 0x7fffu) << 16 : mm[b] & 0x7fff0000u;
         }
-        quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, s_col, tl_col, a.seed,
-                                      a.offset, want_col, col_max);
+        quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc,
+                                      pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
       }
     }
   };
@@ -388,7 +393,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     cp_async_wait<kStages - 1>();
     __syncthreads();
     i64 i0, j0;
-    origin(t, i0, j0);
+    pass.origin(t, i0, j0);
     uint4* tile = ring + stage * kChunks;
     const int tid = static_cast<int>(threadIdx.x);
     if constexpr (kRequant) {
@@ -446,8 +451,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   __shared__ u32 acc_row[TileAcc<RowOp, kTM, kTN>::kSize];
   __shared__ u32 acc_col[TileAcc<ColOp, kTN, kTM>::kSize];
 
-  const i64 tiles_j = (a.cols + kTN - 1) / kTN;
-  const i64 tiles = ((a.rows + kTM - 1) / kTM) * tiles_j;
+  const TilePass<Cfg> pass(a);
+  const i64 tiles = pass.tiles;
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
 
@@ -458,27 +463,15 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
        i += Cfg::threads)
     acc_col[i] = 0u;
 
-  // Per-operand constants and the amaxes this thread saw.
-  const OperandConsts<Cfg, RowOp, kRows> rc(a.row);
-  const OperandConsts<Cfg, ColOp, kCols> cc(a.col);
-  const float s_row = rc.s_enc, s_col = cc.s_enc;
-  const TwoLevel tl_row = rc.tl, tl_col = cc.tl;
-  const bool want_row = rc.want_max, want_col = cc.want_max;
+  // The amaxes this thread saw.
   u32 row_max = 0u, col_max = 0u;
 
-  // Tile t's first source row and column (the stats pass walks the tiles in reverse, so that the
-  // quantize pass finds the last ones in L2).
-  const auto origin = [&](i64 t, i64& i0, i64& j0) {
-    const i64 tt = kStats ? tiles - 1 - t : t;
-    i0 = (tt / tiles_j) * kTM;
-    j0 = (tt % tiles_j) * kTN;
-  };
   // 16-byte loads of tile t in flight (segments fully in range), the rest read when stored.
   uint4 raw[kLoads][kRaw];
   bool raw_ok[kLoads];
   const auto fetch = [&](i64 t) {
     i64 i0, j0;
-    origin(t, i0, j0);
+    pass.origin(t, i0, j0);
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
       const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
@@ -496,7 +489,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   if (t < tiles) fetch(t);
   for (; t < tiles; t += gridDim.x) {
     i64 i0, j0;
-    origin(t, i0, j0);
+    pass.origin(t, i0, j0);
     // Store tile t (widened, OCC-clamped) into shared memory.
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
@@ -534,12 +527,12 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
       for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits; u += Cfg::threads) {
         if (u < kRowUnits) {
           if constexpr (kRowGroups)
-            tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, s_row, tl_row, a.seed, a.offset,
-                                          want_row, row_max);
+            tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, pass.row.s_enc, pass.row.tl,
+                                          a.seed, a.offset, pass.row.want_max, row_max);
         } else {
           if constexpr (kColGroups)
-            tile_group<Cfg, ColOp, true>(tile, u - kRowUnits, a.col, i0, j0, s_col, tl_col, a.seed,
-                                         a.offset, want_col, col_max);
+            tile_group<Cfg, ColOp, true>(tile, u - kRowUnits, a.col, i0, j0, pass.col.s_enc,
+                                         pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
         }
       }
     }
