@@ -8,6 +8,9 @@
 //       device-to-device copy bandwidth (bytes read + written), and the bytes the kernels
 //       actually move (stats and OCC passes re-read the input). Two-level presets also with the
 //       amax given (QuantizeArgs::amax, delayed scaling: one pass), rows named "... amax".
+//       Two timings per row: each call alone (events around it, then a synchronization: the
+//       host's planning and enqueueing time is inside), and the same calls back to back (events
+//       between them, as a training step enqueues its work: the device's time per call).
 //   quantize_bench compile-times [--json FILE]
 //       cold NVRTC compile of every kernel of every preset (BF16), no cache.
 //   quantize_bench cache-load --cache DB [--json FILE]
@@ -138,6 +141,9 @@ struct Row {
   double ms, effective_gbps, actual_gbps, copy_ratio;
   std::int64_t bytes, actual_bytes;
   double host_us;  // median host time per call (planning and enqueueing)
+  // The same calls enqueued back to back (no synchronization between them): the median interval
+  // between consecutive events, i.e. the device's time per call when the host keeps ahead.
+  double stream_ms, stream_gbps, stream_ratio;
 };
 
 int run_bench(const std::vector<std::string>& args) {
@@ -245,6 +251,24 @@ int run_bench(const std::vector<std::string>& args) {
               host_us.push_back(h);
             }
           }
+          // Back to back: events between calls, one synchronization at the end.
+          cuda::EventSeries series(d, reps + 1);
+          for (int i = 0; i < reps + 3; ++i) {
+            const int b = i % buffers;
+            const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
+            QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
+            if (given) {
+              qa.amax = amax_in.get<float>();
+              qa.amax_transposed = amax_in.get<float>() + 1;
+            }
+            if (i == 3) series.mark(0);
+            if (m.pair)
+              engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
+            else
+              engine.quantize(recipe, m.role, in, out[b].view(), qa);
+            if (i >= 3) series.mark(i - 2);
+          }
+          const double stream_med = median(series.intervals_ms());
           const double med = median(ms);
           const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
                                      (m.pair ? out_t[0].bytes(lc) : 0);
@@ -269,18 +293,24 @@ int run_bench(const std::vector<std::string>& args) {
                 0.0,
                 bytes,
                 moved,
-                median(host_us)};
+                median(host_us),
+                stream_med,
+                bytes / (stream_med * 1e-3) / 1e9,
+                0.0};
           r.copy_ratio = r.effective_gbps / copy_gbps;
+          r.stream_ratio = r.stream_gbps / copy_gbps;
           rows.push_back(r);
           fmt::print(
               "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move "
               "{:7.1f} "
-              "GB/s, {} passes' bytes {:.2f}x; host {:.1f} us per call)\n",
+              "GB/s, {} passes' bytes {:.2f}x; host {:.1f} us per call); back to back "
+              "{:.3f} ms = {:5.1f}% of copy\n",
               r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
               std::count_if(
                   plan.begin(), plan.end(),
                   [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
-              static_cast<double>(moved) / static_cast<double>(bytes), r.host_us);
+              static_cast<double>(moved) / static_cast<double>(bytes), r.host_us, r.stream_ms,
+              100 * r.stream_ratio);
         }
       }
     }
@@ -296,9 +326,11 @@ int run_bench(const std::vector<std::string>& args) {
           "  {{\"preset\": \"{}\", \"mode\": \"{}\", \"n\": {}, \"ms\": {:.5f}, "
           "\"effective_GBps\": {:.1f}, "
           "\"copy_ratio\": {:.4f}, \"bytes\": {}, \"kernel_bytes\": {}, \"kernel_GBps\": "
-          "{:.1f}, \"host_us\": {:.1f}}}{}\n",
+          "{:.1f}, \"host_us\": {:.1f}, \"stream_ms\": {:.5f}, \"stream_GBps\": {:.1f}, "
+          "\"stream_copy_ratio\": {:.4f}}}{}\n",
           r.preset, r.mode, r.n, r.ms, r.effective_gbps, r.copy_ratio, r.bytes, r.actual_bytes,
-          r.actual_gbps, r.host_us, i + 1 < rows.size() ? "," : "");
+          r.actual_gbps, r.host_us, r.stream_ms, r.stream_gbps, r.stream_ratio,
+          i + 1 < rows.size() ? "," : "");
     }
     f << " ]\n}\n";
   }

@@ -91,4 +91,37 @@ double EventTimer::stop_ms() {
   return ms;
 }
 
+EventSeries::EventSeries(const Driver& d, int marks) : d_(d) {
+  events_.reserve(static_cast<std::size_t>(marks));
+  for (int i = 0; i < marks; ++i) {
+    CUevent e = nullptr;
+    const CUresult rc = d_.event_create(&e, CU_EVENT_DEFAULT);
+    if (rc != CUDA_SUCCESS) {
+      for (CUevent made : events_) d_.event_destroy(made);
+      check(rc, "cuEventCreate");
+    }
+    events_.push_back(e);
+  }
+}
+
+EventSeries::~EventSeries() {
+  for (CUevent e : events_) d_.event_destroy(e);
+}
+
+void EventSeries::mark(int i) {
+  check(d_.event_record(events_.at(static_cast<std::size_t>(i)), nullptr), "cuEventRecord");
+}
+
+std::vector<double> EventSeries::intervals_ms() {
+  std::vector<double> out;
+  if (events_.empty()) return out;
+  check(d_.event_synchronize(events_.back()), "cuEventSynchronize");
+  for (std::size_t i = 1; i < events_.size(); ++i) {
+    float ms = 0.0f;
+    check(d_.event_elapsed_time(&ms, events_[i - 1], events_[i]), "cuEventElapsedTime");
+    out.push_back(ms);
+  }
+  return out;
+}
+
 }  // namespace fp4jit::cuda

@@ -76,4 +76,21 @@ class EventTimer {
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
+// Events recorded back to back on the default stream, with no synchronization between them:
+// the intervals between consecutive marks time work enqueued in a stream (the host's per-call
+// cost hidden behind the device's work, as in a training step), not calls made one at a time.
+class EventSeries {
+ public:
+  EventSeries(const Driver& d, int marks);
+  ~EventSeries();
+  EventSeries(const EventSeries&) = delete;
+  EventSeries& operator=(const EventSeries&) = delete;
+  void mark(int i);                    // records event i (0 <= i < marks)
+  std::vector<double> intervals_ms();  // waits for the last mark; marks - 1 intervals
+
+ private:
+  const Driver& d_;
+  std::vector<CUevent> events_;
+};
+
 }  // namespace fp4jit::cuda

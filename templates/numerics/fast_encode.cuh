@@ -73,9 +73,9 @@ FP4JIT_HD constexpr int e2m1_qshift(Round mode, int sr_bits) {
   return mode == Round::even ? 0 : (mode == Round::stochastic ? sr_bits + 1 : 1);
 }
 FP4JIT_HD constexpr u32 e2m1_qbase(Round mode, int sr_bits) {
-  if (mode == Round::even) return 0x4b000000u;                                    // 2^23
+  if (mode == Round::even) return 0x4b000000u;  // 2^23
   if (mode == Round::stochastic) return 0x4b100000u - (static_cast<u32>(sr_bits + 1) << 23);
-  return 0x4a800000u;                                                             // 2^22
+  return 0x4a800000u;  // 2^22
 }
 // Stochastic rounding's addend bits: (2^23 + 2^20 + 2^(R+1) - 2 - 2r) * 2^-(R+1). The 2^20 keeps
 // the sum in its binade for any r and is a multiple of 2^(R+1), like the base subtracted.
@@ -116,6 +116,117 @@ FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 
   const u32 q = e2m1_fma_q(a, kb, mode, sign != 0u, rbits, sr_bits);
   const u32 mag = ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kb);
   return (mag & 7u) | sign;
+}
+
+// Packed BF16 -> E2M1 under a power-of-two block scale (x multiplied by 2^s), two elements per
+// instruction. Each 32-bit pair word holds two BF16 inputs. Per half:
+//   a = max(|x| bits, c) with c = (112 - s) * 128: inputs below 2^(-14 - s) (scaled values below
+//       FP16's smallest normal, all code 0) are raised to it, so that
+//   f = 8 * (a - c) + nudge is the FP16 bits of x * 2^s (exact: 8 significant bits in 11), plus
+//       half a BF16 ulp for ties away from zero (a tie then lies above the midpoint, and any
+//       other value stays on its side of it: the scaled values sit on a grid of a BF16 ulp);
+//   t = max(f, 1.0), k = ~t & exponent mask = 2^(16 - e5(t)) (2, 1, 0.5 on [0, 2), [2, 4),
+//       [4, 8)), and one FP16 FMA rounds y = f * k into 1024 + n (spacing 1 there);
+//   code = n + 2 * (e5(t) - 15) = q - (bits(k) >> 9) - 0x63e0.
+// Eight codes are summed into a word as in fast_encode's FP32 path (constant parts cancel, no
+// carries: every code fits its nibble). Valid for s <= 112 (so c >= 0 and BF16 subnormals scale
+// below 2^-14) and scaled values below 8; a code of 8 (scaled value at or past 7, possible only
+// under OCP's floor rule) is saturated to 7 by the caller's choice of kSaturate.
+
+// PTX prmt.b32 (default mode): byte i of the result is byte sel_i & 7 of {b, a} (a the low four),
+// or that byte's sign replicated when sel_i & 8.
+FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+#else
+  const u64 bytes = (static_cast<u64>(b) << 32) | a;
+  u32 d = 0u;
+  for (int i = 0; i < 4; ++i) {
+    const u32 s = (sel >> (4 * i)) & 15u;
+    u32 byte = static_cast<u32>(bytes >> (8 * (s & 7u))) & 0xffu;
+    if ((s & 8u) != 0u) byte = (byte & 0x80u) != 0u ? 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+#endif
+}
+// Per 16-bit half: unsigned max.
+FP4JIT_HD u32 umax16x2(u32 a, u32 b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  u32 d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const u32 lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
+  const u32 hi = (a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16);
+  return lo | (hi << 16);
+#endif
+}
+// fma.rn.f16x2 for what the packed encoder asks of it: a >= 0 finite, b a power of two (or 0),
+// c = 1024 and a * b + c below 2048, where the exact result rounds once to an integer.
+FP4JIT_HD u32 hfma2_rn_unit(u32 a, u32 b, u32 c) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  u32 d = 0u;
+  for (int h = 0; h < 2; ++h) {
+    const double x = static_cast<double>(f16_to_float(static_cast<u16>(a >> (16 * h)))) *
+                         static_cast<double>(f16_to_float(static_cast<u16>(b >> (16 * h)))) +
+                     static_cast<double>(f16_to_float(static_cast<u16>(c >> (16 * h))));
+    // Round half to even onto the integers of [1024, 2048) (exact in double: x has at most
+    // 11 + 26 significant bits here).
+    const double fl = static_cast<double>(static_cast<i64>(x));
+    const double fr = x - fl;
+    const bool up = fr > 0.5 || (fr == 0.5 && (static_cast<i64>(fl) & 1) != 0);
+    const u32 n = static_cast<u32>(static_cast<i64>(fl) + (up ? 1 : 0));
+    d |= (0x6400u + (n - 1024u)) << (16 * h);
+  }
+  return d;
+#endif
+}
+
+// Per-block constants of the packed encoder for scale exponent s (<= 112).
+struct E2m1Pow2Pack {
+  u32 floor;  // c in both halves
+  u32 add;    // -8c + nudge in both halves (mod 2^32)
+};
+FP4JIT_HD E2m1Pow2Pack e2m1_pow2_pack_consts(int s, bool away) {
+  const u32 c = static_cast<u32>(112 - s) * 128u;
+  return E2m1Pow2Pack{c * 0x10001u, (0u - 8u * c + (away ? 4u : 0u)) * 0x10001u};
+}
+FP4JIT_HD u32 umulhi_hd(u32 a, u32 b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<u32>((static_cast<u64>(a) * b) >> 32);
+#endif
+}
+// Eight E2M1 codes (element e at nibble e) from pair words p[j] = (element j, element j + 4)
+// of BF16 inputs.
+template <bool kSaturate>
+FP4JIT_HD u32 e2m1_pack8_pow2(const u32 (&p)[4], const E2m1Pow2Pack& k) {
+  u32 qsum = 0u, ksum = 0u;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int j = 3; j >= 0; --j) {
+    const u32 a = umax16x2(p[j] & 0x7fff7fffu, k.floor);
+    const u32 f = a * 8u + k.add;
+    const u32 kb = ~umax16x2(f, 0x3c003c00u) & 0x7c007c00u;
+    qsum = qsum * 16u + hfma2_rn_unit(f, kb, 0x64006400u);
+    // (kb >> 9) << 4j, exact: kb's low 10 bits of each half are zero.
+    ksum += j == 3 ? kb * 8u : umulhi_hd(kb, 1u << (23 + 4 * j));
+  }
+  u32 mag = qsum - ksum - 0x63e063e0u * 0x1111u;
+  if constexpr (kSaturate) mag -= (mag & 0x88888888u) >> 3;  // 8 -> 7
+  // Sign bytes: element j's sign replicated into byte j of sa (even) or sb (odd) positions.
+  const u32 sa = prmt(p[0], p[2], 0xfbd9u);  // elements 0, 2, 4, 6
+  const u32 sb = prmt(p[1], p[3], 0xfbd9u);  // elements 1, 3, 5, 7
+  return (mag & 0x77777777u) | (sa & 0x08080808u) | (sb & 0x80808080u);
 }
 
 // mf_encode(fmt, x, Round::even, saturate = true) for an unsigned format with 3 mantissa bits

@@ -137,14 +137,6 @@ FP4JIT_CONSTEXPR u32 pack_const() {
   return c;
 }
 
-FP4JIT_DEV u32 umulhi(u32 a, u32 b) {
-#if defined(__CUDA_ARCH__)
-  return __umulhi(a, b);
-#else
-  return static_cast<u32>((static_cast<u64>(a) * b) >> 32);
-#endif
-}
-
 // One word of 8 codes from 8 scaled values s_j and their random bits. Shifts are written as
 // multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic).
 template <class Op>
@@ -163,7 +155,7 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
     else
       qsum += (q >> kShift) * (1u << (4 * j));
     // (kb >> 22) << 4j, exact: kb's low 23 bits are zero.
-    ksum += 4 * j <= 22 ? umulhi(kb, 1u << (4 * j + 10)) : kb * (1u << (4 * j - 22));
+    ksum += 4 * j <= 22 ? nx::umulhi_hd(kb, 1u << (4 * j + 10)) : kb * (1u << (4 * j - 22));
     signs = funnel_l4(nx::float_bits(s[j]), signs);  // sign at bit 4j + 3
   }
   return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
@@ -295,16 +287,74 @@ FP4JIT_DEV bool group_from_chunks(const uint4 (&cur)[kChunks], int g, float (&v)
   return false;
 }
 
+// Whether a group's codes come from the packed BF16 encoder (nx::e2m1_pack8_pow2): raw BF16
+// input that nothing transforms first, power-of-two block scales, ties away or to even.
+template <class Op, InType kIn>
+FP4JIT_CONSTEXPR bool packed_pow2() {
+  return kIn == InType::bf16 && lane_groups<Op>() && Op::had == 0 && !Op::occ &&
+         (Op::rule == Rule::ocp_floor || Op::rule == Rule::ceil_pow2) &&
+         (Op::round == nx::Round::away || Op::round == nx::Round::even);
+}
+// The encoder's pair words of group g of a lane's 16-byte chunks of consecutive BF16 elements:
+// p[4w + j] = (element 8w + j, element 8w + j + 4).
+template <class Op, int kChunks>
+FP4JIT_DEV void pairs_from_chunks(const uint4 (&cur)[kChunks], int g,
+                                  u32 (&p)[group_size<Op>() / 2]) {
+  constexpr int kWords = group_size<Op>() / 8;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    const uint4& u = cur[g * kWords + w];
+    p[4 * w + 0] = nx::prmt(u.x, u.z, 0x5410u);
+    p[4 * w + 1] = nx::prmt(u.x, u.z, 0x7632u);
+    p[4 * w + 2] = nx::prmt(u.y, u.w, 0x5410u);
+    p[4 * w + 3] = nx::prmt(u.y, u.w, 0x7632u);
+  }
+}
+// The same from words x[e] holding element e of two operand rows (half h: this row).
+template <int kG>
+FP4JIT_DEV void pairs_from_column_words(const u32 (&x)[kG], int h, u32 (&p)[kG / 2]) {
+  const u32 sel = h == 0 ? 0x5410u : 0x7632u;
+#pragma unroll
+  for (int w = 0; w < kG / 8; ++w)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) p[4 * w + j] = nx::prmt(x[8 * w + j], x[8 * w + j + 4], sel);
+}
+// Element i of a group held as pair words.
+FP4JIT_DEV float pair_value(const u32* p, int i) {
+  const u32 word = p[4 * (i / 8) + i % 4];
+  return nx::bf16_to_float(static_cast<u16>(i % 8 < 4 ? word & 0xffffu : word >> 16));
+}
+// Codes of one block from pair words (kB / 8 words): the packed encoder where the block's scale
+// exponent allows it, else the FP32 path on the widened values.
+template <class Op, int kB>
+FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32* r, u32* words) {
+  static_assert(Op::rule == Rule::ocp_floor || Op::rule == Rule::ceil_pow2, "E8M0 block scales");
+  const int s = 127 - static_cast<int>(b.code);
+  if (!b.nan && s <= 112) {
+    const nx::E2m1Pow2Pack k = nx::e2m1_pow2_pack_consts(s, Op::round == nx::Round::away);
+#pragma unroll
+    for (int w = 0; w < kB / 8; ++w)
+      words[w] = nx::e2m1_pack8_pow2<Op::rule == Rule::ocp_floor>(
+          *reinterpret_cast<const u32(*)[4]>(p + 4 * w), k);
+    return;
+  }
+  float v[kB];
+#pragma unroll
+  for (int i = 0; i < kB; ++i) v[i] = pair_value(p, i);
+  encode_block<Op, kB>(v, b, false, r, words);
+}
+
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
 // group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
 // max |x| bits already (from the packed BF16 input, no transform); else they are computed here.
 // kRequant (double quantization, quantize pass): v becomes the values the codes stand for
 // (segment.cuh requant_value), 0 past the n in range.
-template <class Op, bool kStats, bool kRequant = false>
+template <class Op, bool kStats, bool kRequant = false, bool kPairs = false>
 FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,
                                const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
-                               u64 offset, bool want_max, u32& global_max) {
+                               u64 offset, bool want_max, u32& global_max,
+                               const u32* pairs = nullptr) {
   constexpr int kG = group_size<Op>();
   constexpr int kB = Op::block_cols;
   constexpr int kBlocks = kG / kB;
@@ -316,7 +366,8 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
       u32 fm = m[b];
       if (fm >= 0x7f800000u) {  // rare: NaN or Inf in the block
         fm = 0u;
-        for (int e = 0; e < kB; ++e) fm = umax(fm, finite_key(v[b * kB + e]));
+        for (int e = 0; e < kB; ++e)
+          fm = umax(fm, finite_key(kPairs ? pair_value(pairs, b * kB + e) : v[b * kB + e]));
       }
       global_max = umax(global_max, fm);
     }
@@ -329,7 +380,10 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
     for (int b = 0; b < kBlocks; ++b) {
       const u32 stat = stat_of(m[b]);
       const BlockScale sc = group_scale<Op>(stat, s_enc, tl);
-      encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
+      if constexpr (kPairs)
+        encode_block_pairs<Op, kB>(pairs + b * (kB / 2), sc, rb + b * kB, words + b * (kB / 8));
+      else
+        encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
       if (c0 + b * kB < c0 + n)
         store_scale<Op>(o.scales, block_index<Op>(r, c0 + b * kB, o.scale_cols), sc);
       if constexpr (kRequant) {

@@ -198,8 +198,15 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
         for (int e = 0; e < kG; ++e)
           if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
       }
-      quantize_group<Op, kStats>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed, a.offset,
-                                 want_max, global_max);
+      if constexpr (packed_pow2<Op, Cfg::in>()) {
+        u32 p[kG / 2];
+        pairs_from_chunks<Op>(cur, g, p);
+        quantize_group<Op, kStats, false, true>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed,
+                                                a.offset, want_max, global_max, p);
+      } else {
+        quantize_group<Op, kStats>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed, a.offset,
+                                   want_max, global_max);
+      }
     }
     advance(r, chunk);
   }

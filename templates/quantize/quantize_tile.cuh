@@ -301,9 +301,17 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       float v[kGR];
       u32 m[kGR / RowOp::block_cols];
       const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
-      quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, pass.row.s_enc,
-                                              pass.row.tl, a.seed, a.offset, pass.row.want_max,
-                                              row_max);
+      if constexpr (packed_pow2<RowOp, Cfg::in>()) {
+        u32 p[kGR / 2];
+        pairs_from_chunks<RowOp>(cur, 0, p);
+        quantize_group<RowOp, kStats, kRequant, true>(v, given, m, row, c0, n, a.row,
+                                                      pass.row.s_enc, pass.row.tl, a.seed, a.offset,
+                                                      pass.row.want_max, row_max, p);
+      } else {
+        quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, pass.row.s_enc,
+                                                pass.row.tl, a.seed, a.offset, pass.row.want_max,
+                                                row_max);
+      }
       if constexpr (kRequant) {
         // The dequantized values (exact in the input type) replace the group's input.
 #pragma unroll
@@ -372,8 +380,16 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
           for (int b = 0; b < kBlocks; ++b)
             m[b] = h == 0 ? (mm[b] & 0x7fffu) << 16 : mm[b] & 0x7fff0000u;
         }
-        quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc,
-                                      pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
+        if constexpr (packed_pow2<ColOp, Cfg::in>()) {
+          u32 p[kGC / 2];
+          pairs_from_column_words<kGC>(x, h, p);
+          quantize_group<ColOp, kStats, false, true>(v, kPacked, m, orow, c0, n, a.col,
+                                                     pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                                                     pass.col.want_max, col_max, p);
+        } else {
+          quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc,
+                                        pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
+        }
       }
     }
   };
@@ -552,8 +568,20 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }
 
+// CTAs per SM asked of the register allocator: the raw path on packed-encoder operands fits
+// three (ring slots of 48 KiB each) in at most 85 registers without spilling; the other paths
+// keep the compiler's choice (their stochastic-rounding code spills when capped).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) quantize_tile(QuantizeArgs a) {
+FP4JIT_CONSTEXPR int tile_min_blocks() {
+  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
+  constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
+                           (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
+  return tile_raw_path<Cfg>() && kPacked && Cfg::threads == 256 ? 3 : 1;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads, tile_min_blocks<Cfg>())
+    quantize_tile(QuantizeArgs a) {
   static_assert(operand_ok<typename Cfg::RowOp>() && operand_ok<typename Cfg::ColOp>(),
                 "operand not supported by the CUDA kernels");
   if constexpr (tile_raw_path<Cfg>()) {

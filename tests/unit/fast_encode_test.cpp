@@ -124,5 +124,69 @@ TEST(FastEncode, BlockScaleFormatsEveryFloatOfTheirRange) {
   }
 }
 
+// The packed BF16 encoder for power-of-two scales against e2m1_encode of x * 2^s in FP32: every
+// BF16 value whose scaled magnitude is below 8, for every exponent s it accepts, ties away and
+// to even, eight values per word in a rotating order (so each value meets each nibble).
+TEST(FastEncode, E2m1Pow2PackedEveryBf16UnderEveryExponent) {
+  std::atomic<std::uint64_t> bad{0}, checked{0};
+  const auto run = [&](int s_lo, int s_hi) {
+    std::uint64_t local_bad = 0, local_checked = 0;
+    std::vector<std::uint16_t> vals;
+    for (int s = s_lo; s < s_hi; ++s) {
+      const float scale = pow2f(s);
+      vals.clear();
+      for (std::uint32_t u = 0; u < 0x10000u; ++u) {
+        const float x = bf16_to_float(static_cast<u16>(u));
+        if (!is_finite(x)) continue;
+        if (abs_f(mul_rn(x, scale)) >= 8.0f) continue;  // past any block's amax
+        vals.push_back(static_cast<std::uint16_t>(u));
+      }
+      for (const Round mode : {Round::away, Round::even}) {
+        const E2m1Pow2Pack k = e2m1_pow2_pack_consts(s, mode == Round::away);
+        for (std::size_t i = 0; i < vals.size(); i += 8) {
+          std::uint16_t e[8];
+          for (int j = 0; j < 8; ++j) e[j] = vals[(i + j * 977 + (i / 8) % 8) % vals.size()];
+          u32 p[4];
+          for (int j = 0; j < 4; ++j) p[j] = e[j] | (static_cast<u32>(e[j + 4]) << 16);
+          const u32 word = e2m1_pack8_pow2<true>(p, k);
+          for (int j = 0; j < 8; ++j) {
+            const u32 want = e2m1_encode(mul_rn(bf16_to_float(e[j]), scale), mode);
+            local_bad += ((word >> (4 * j)) & 15u) != want ? 1 : 0;
+            ++local_checked;
+          }
+        }
+      }
+    }
+    bad += local_bad;
+    checked += local_checked;
+  };
+  const int lo = -126, hi = 113;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back(run, lo + (hi - lo) * static_cast<int>(t) / static_cast<int>(threads),
+                      lo + (hi - lo) * static_cast<int>(t + 1) / static_cast<int>(threads));
+  for (auto& p : pool) p.join();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(checked.load(), 239u * 2u * 30000u);
+}
+
+// Without saturation a scaled value at or past 7 would carry into the sign bit: the packed
+// encoder's kSaturate step is what keeps it 7, and values exactly at the midpoints keep their
+// tie rules.
+TEST(FastEncode, E2m1Pow2PackedSaturatesAndBreaksTies) {
+  const E2m1Pow2Pack away = e2m1_pow2_pack_consts(0, true);
+  const E2m1Pow2Pack even = e2m1_pow2_pack_consts(0, false);
+  // 7.5, -7, 0.25, -2.5, 5, 0.75, -0.0, 1e-30
+  const float xs[8] = {7.5f, -7.0f, 0.25f, -2.5f, 5.0f, 0.75f, -0.0f, 1e-30f};
+  u32 p[4];
+  for (int j = 0; j < 4; ++j)
+    p[j] = float_to_bf16(xs[j]) | (static_cast<u32>(float_to_bf16(xs[j + 4])) << 16);
+  // codes: 6 -> 7, 8 + 7, 0.25 -> 1 (away) / 0 (even), 2.5 -> 5 / 4, 5 -> 7 / 6, 0.75 -> 2 / 2
+  EXPECT_EQ(e2m1_pack8_pow2<true>(p, away), 0x0827d1f7u);
+  EXPECT_EQ(e2m1_pack8_pow2<true>(p, even), 0x0826c0f7u);
+  EXPECT_NE(e2m1_pack8_pow2<false>(p, away), 0x0827d1f7u);
+}
+
 }  // namespace
 }  // namespace fp4jit::nx
