@@ -193,6 +193,36 @@ struct TilePass {
     i0 = (tt / tiles_j) * kTM;
     j0 = (tt % tiles_j) * kTN;
   }
+  // Tiles t, t + step, t + 2 step, ... without a division per tile: the tile's (row, column)
+  // index, moved by step's quotient and remainder (backwards in the stats pass).
+  struct Cursor {
+    i64 ti, tj, dq, dr, tiles_j;
+    FP4JIT_DEV Cursor(const TilePass& p, i64 t, i64 step)
+        : ti(0), tj(0), dq(step / p.tiles_j), dr(step % p.tiles_j), tiles_j(p.tiles_j) {
+      const i64 tt = Cfg::phase == Phase::stats ? p.tiles - 1 - t : t;
+      ti = tt / tiles_j;
+      tj = tt % tiles_j;
+    }
+    FP4JIT_DEV void next() {
+      if constexpr (Cfg::phase == Phase::stats) {
+        ti -= dq;
+        tj -= dr;
+        if (tj < 0) {
+          tj += tiles_j;
+          --ti;
+        }
+      } else {
+        ti += dq;
+        tj += dr;
+        if (tj >= tiles_j) {
+          tj -= tiles_j;
+          ++ti;
+        }
+      }
+    }
+    FP4JIT_DEV i64 i0() const { return ti * kTM; }
+    FP4JIT_DEV i64 j0() const { return tj * kTN; }
+  };
 };
 
 // The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
@@ -269,10 +299,26 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
   u32 row_max = 0u, col_max = 0u;
-  const auto issue = [&](i64 t, int stage) {
-    i64 i0, j0;
-    pass.origin(t, i0, j0);
+  // A thread's chunks of a tile share a column and step kRowStep rows, which keeps their swizzle
+  // (raw_chunk's term 2r & 7 repeats every 4 rows): inside the tensor, one address and offsets.
+  constexpr int kRowStep = Cfg::threads / kCPR;
+  constexpr bool kStrided =
+      Cfg::threads % kCPR == 0 && kRowStep % 4 == 0 && kChunks % Cfg::threads == 0;
+  const auto issue = [&](i64 i0, i64 j0, int stage) {
     uint4* slot = ring + stage * kChunks;
+    if constexpr (kStrided) {
+      if (vector_ok && i0 + kTM <= a.rows && j0 + kTN <= a.cols) {
+        const int q = static_cast<int>(threadIdx.x);
+        const int r = q / kCPR, c = q % kCPR;
+        const char* src = in + ((i0 + r) * a.stride + j0) * kEsz + c * 16;
+        const i64 step = static_cast<i64>(kRowStep) * a.stride * kEsz;
+        uint4* dst = slot + raw_chunk<kCPR>(r, c);
+#pragma unroll
+        for (int k = 0; k < kChunks / Cfg::threads; ++k)
+          cp_async16(dst + k * kRowStep * kCPR, src + k * step, 16);
+        return;
+      }
+    }
     for (int q = static_cast<int>(threadIdx.x); q < kChunks; q += Cfg::threads) {
       const int r = q / kCPR, c = q % kCPR;
       const i64 i = i0 + r;
@@ -301,7 +347,9 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       float v[kGR];
       u32 m[kGR / RowOp::block_cols];
       const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
-      if constexpr (packed_pow2<RowOp, Cfg::in>()) {
+      // Double quantization keeps the FP32 encoder: measured slower with the packed one there
+      // (tetrajet x pair, H200: 0.278 -> 0.41 ms at 8192^2).
+      if constexpr (packed_pow2<RowOp, Cfg::in>() && !kRequant) {
         u32 p[kGR / 2];
         pairs_from_chunks<RowOp>(cur, 0, p);
         quantize_group<RowOp, kStats, kRequant, true>(v, given, m, row, c0, n, a.row,
@@ -395,21 +443,23 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   };
 
   const i64 t0 = blockIdx.x, tstep = gridDim.x;
+  typename TilePass<Cfg>::Cursor ahead_at(pass, t0, tstep);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (t0 + s * tstep < tiles) issue(t0 + s * tstep, s);
+    if (t0 + s * tstep < tiles) issue(ahead_at.i0(), ahead_at.j0(), s);
     cp_async_commit();
+    ahead_at.next();
   }
+  typename TilePass<Cfg>::Cursor at(pass, t0, tstep);
   int stage = 0;
-  for (i64 t = t0; t < tiles; t += tstep) {
+  for (i64 t = t0; t < tiles; t += tstep, at.next(), ahead_at.next()) {
     // The slot of the tile quantized last round takes the tile kStages - 1 rounds ahead.
     const i64 ahead = t + (kStages - 1) * tstep;
-    if (ahead < tiles) issue(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    if (ahead < tiles) issue(ahead_at.i0(), ahead_at.j0(), stage == 0 ? kStages - 1 : stage - 1);
     cp_async_commit();
     cp_async_wait<kStages - 1>();
     __syncthreads();
-    i64 i0, j0;
-    pass.origin(t, i0, j0);
+    const i64 i0 = at.i0(), j0 = at.j0();
     uint4* tile = ring + stage * kChunks;
     const int tid = static_cast<int>(threadIdx.x);
     if constexpr (kRequant) {
@@ -568,15 +618,19 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }
 
-// CTAs per SM asked of the register allocator: the raw path on packed-encoder operands fits
-// three (ring slots of 48 KiB each) in at most 85 registers without spilling; the other paths
-// keep the compiler's choice (their stochastic-rounding code spills when capped).
+// CTAs per SM asked of the register allocator on the raw path: three (at most 85 registers)
+// where every operand takes the packed encoder, else two (128: left free, the allocator took up
+// to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41 ms).
+// Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
+// kernels, which would, are left free.
 template <class Cfg>
 FP4JIT_CONSTEXPR int tile_min_blocks() {
   constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
   constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
                            (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
-  return tile_raw_path<Cfg>() && kPacked && Cfg::threads == 256 ? 3 : 1;
+  constexpr bool kHadamard = (kRows && Cfg::RowOp::had != 0) || (kCols && Cfg::ColOp::had != 0);
+  if constexpr (Cfg::threads != 256 || !tile_raw_path<Cfg>() || kHadamard) return 1;
+  return kPacked ? 3 : 2;
 }
 
 template <class Cfg>
