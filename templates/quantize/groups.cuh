@@ -45,7 +45,8 @@ FP4JIT_DEV u32 absmax_bits(u32 m, float x) {
   return umax(m, abs_bits(x));
 #endif
 }
-// The same per half of two packed BF16 values (bits of |.| in each half).
+// The same per half of two packed BF16 values: each half holds max(|a|, |b|) in its low 15 bits
+// (on the device its sign bit is the XOR of the inputs' signs: readers mask it off).
 FP4JIT_DEV u32 absmax_bf16x2(u32 m, u32 w) {
 #if defined(__CUDA_ARCH__)
   u32 r;
@@ -56,6 +57,19 @@ FP4JIT_DEV u32 absmax_bf16x2(u32 m, u32 w) {
   const u32 lo = umax(a & 0xffffu, b & 0xffffu), hi = umax(a >> 16, b >> 16);
   return lo | (hi << 16);
 #endif
+}
+// absmax_bf16x2 over kN words as a tree (depth log2 kN instead of a chain of kN dependent
+// maxima: the lanes have few other instructions to issue meanwhile).
+template <int kN>
+FP4JIT_DEV u32 absmax_bf16x2_tree(const u32* w) {
+  if constexpr (kN == 1) {
+    return absmax_bf16x2(0u, w[0]);
+  } else if constexpr (kN == 2) {
+    return absmax_bf16x2(w[0], w[1]);  // sign bits: junk, masked by every reader
+  } else {
+    static_assert(kN % 2 == 0, "a power of two");
+    return absmax_bf16x2(absmax_bf16x2_tree<kN / 2>(w), absmax_bf16x2_tree<kN / 2>(w + kN / 2));
+  }
 }
 // Bits of the larger |half| of an absmax_bf16x2 word, as float bits.
 FP4JIT_DEV u32 bf16x2_max_bits(u32 m) {
@@ -272,15 +286,15 @@ FP4JIT_DEV bool group_from_chunks(const uint4 (&cur)[kChunks], int g, float (&v)
     constexpr int kWords = Op::block_cols / 2;
 #pragma unroll
     for (int b = 0; b < kG / Op::block_cols; ++b) {
-      u32 mm = 0u;
+      u32 x[kWords];
 #pragma unroll
       for (int w = 0; w < kWords; ++w) {
         const int word = g * (kG / 2) + b * kWords + w;  // packed pair index in cur
         const uint4& u = cur[word / 4];
         const int k = word % 4;
-        mm = absmax_bf16x2(mm, k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w)));
+        x[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
       }
-      m[b] = bf16x2_max_bits(mm);
+      m[b] = bf16x2_max_bits(absmax_bf16x2_tree<kWords>(x));
     }
     return true;
   }

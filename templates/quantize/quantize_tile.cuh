@@ -399,13 +399,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       u32 mm[kBlocks];
       if constexpr (kPacked) {
 #pragma unroll
-        for (int b = 0; b < kBlocks; ++b) {
-          u32 acc = 0u;
-#pragma unroll
-          for (int e = 0; e < ColOp::block_cols; ++e)
-            acc = absmax_bf16x2(acc, x[b * ColOp::block_cols + e]);
-          mm[b] = acc;
-        }
+        for (int b = 0; b < kBlocks; ++b)
+          mm[b] = absmax_bf16x2_tree<ColOp::block_cols>(x + b * ColOp::block_cols);
       }
 #pragma unroll
       for (int h = 0; h < kColsPerWord; ++h) {
