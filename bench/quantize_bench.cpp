@@ -227,8 +227,8 @@ int run_bench(const std::vector<std::string>& args) {
                                     nullptr),
                 "cuMemcpyDtoDAsync");
           }
-          std::vector<double> ms, host_us;
-          for (int i = 0; i < reps + 3; ++i) {
+          // Call i: input buffer i % buffers, its own random-bit offset.
+          const auto call = [&](int i) {
             const int b = i % buffers;
             const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
             QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
@@ -236,12 +236,16 @@ int run_bench(const std::vector<std::string>& args) {
               qa.amax = amax_in.get<float>();
               qa.amax_transposed = amax_in.get<float>() + 1;
             }
-            timer.start();
-            const auto h0 = std::chrono::steady_clock::now();
             if (m.pair)
               engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
             else
               engine.quantize(recipe, m.role, in, out[b].view(), qa);
+          };
+          std::vector<double> ms, host_us;
+          for (int i = 0; i < reps + 3; ++i) {
+            timer.start();
+            const auto h0 = std::chrono::steady_clock::now();
+            call(i);
             const double h =
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
                     .count();
@@ -254,18 +258,8 @@ int run_bench(const std::vector<std::string>& args) {
           // Back to back: events between calls, one synchronization at the end.
           cuda::EventSeries series(d, reps + 1);
           for (int i = 0; i < reps + 3; ++i) {
-            const int b = i % buffers;
-            const TensorView in{inputs[b].get(), DType::bf16, n, n, 0};
-            QuantizeArgs qa{1234, static_cast<std::uint64_t>(i) * n * n};
-            if (given) {
-              qa.amax = amax_in.get<float>();
-              qa.amax_transposed = amax_in.get<float>() + 1;
-            }
             if (i == 3) series.mark(0);
-            if (m.pair)
-              engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
-            else
-              engine.quantize(recipe, m.role, in, out[b].view(), qa);
+            call(i);
             if (i >= 3) series.mark(i - 2);
           }
           const double stream_med = median(series.intervals_ms());

@@ -144,4 +144,24 @@ FP4JIT_HD float f16_to_float(u16 h) {
   return sign ? -v : v;
 }
 
+// PTX prmt.b32 (default mode): byte i of the result is byte sel_i & 7 of {b, a} (a the low four
+// bytes), or that byte's sign replicated when sel_i & 8.
+FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+#else
+  const u64 bytes = (static_cast<u64>(b) << 32) | a;
+  u32 d = 0u;
+  for (int i = 0; i < 4; ++i) {
+    const u32 s = (sel >> (4 * i)) & 15u;
+    u32 byte = static_cast<u32>(bytes >> (8 * (s & 7u))) & 0xffu;
+    if ((s & 8u) != 0u) byte = (byte & 0x80u) != 0u ? 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+#endif
+}
+
 }  // namespace fp4jit::nx

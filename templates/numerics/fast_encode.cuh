@@ -133,25 +133,6 @@ FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 
 // below 2^-14) and scaled values below 8; a code of 8 (scaled value at or past 7, possible only
 // under OCP's floor rule) is saturated to 7 by the caller's choice of kSaturate.
 
-// PTX prmt.b32 (default mode): byte i of the result is byte sel_i & 7 of {b, a} (a the low four),
-// or that byte's sign replicated when sel_i & 8.
-FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
-#else
-  const u64 bytes = (static_cast<u64>(b) << 32) | a;
-  u32 d = 0u;
-  for (int i = 0; i < 4; ++i) {
-    const u32 s = (sel >> (4 * i)) & 15u;
-    u32 byte = static_cast<u32>(bytes >> (8 * (s & 7u))) & 0xffu;
-    if ((s & 8u) != 0u) byte = (byte & 0x80u) != 0u ? 0xffu : 0u;
-    d |= byte << (8 * i);
-  }
-  return d;
-#endif
-}
 // Per 16-bit half: unsigned max.
 FP4JIT_HD u32 umax16x2(u32 a, u32 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

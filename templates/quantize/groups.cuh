@@ -362,7 +362,8 @@ FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32*
 // group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
 // max |x| bits already (from the packed BF16 input, no transform); else they are computed here.
 // kRequant (double quantization, quantize pass): v becomes the values the codes stand for
-// (segment.cuh requant_value), 0 past the n in range.
+// (segment.cuh requant_value), 0 past the n in range. kPairs (packed_pow2 operands): the codes
+// come from `pairs` (pairs_from_chunks' layout) by the packed encoder, and v is not read.
 template <class Op, bool kStats, bool kRequant = false, bool kPairs = false>
 FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,

@@ -1,6 +1,6 @@
 // On-chip expansion of packed E2M1 (FP4) codes into tensor-core operands, exact by construction.
 // Shared by the sm90 GEMM kernels and the host unit test (tests/unit/gemm_expand_test.cpp), so
-// every function is __host__ __device__; prmt() emulates PTX prmt.b32 on the host.
+// every function is __host__ __device__ (nx::prmt emulates PTX prmt.b32 on the host).
 //
 // Packed layout (core/quantized.hpp): element 2i in the low nibble of byte i. A 32-bit word w
 // holds 8 codes, element j in bits [4j, 4j+4): bit 4j+3 is the sign, bits 4j..4j+2 the magnitude
@@ -28,25 +28,7 @@ using nx::u32;
 using nx::u64;
 using nx::u8;
 
-// PTX prmt.b32, default mode: byte i of the result is byte (sel nibble i & 7) of {b:a}; when
-// bit 3 of the nibble is set, that byte's sign bit is replicated into all 8 bits.
-FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
-#else
-  const u64 src = (static_cast<u64>(b) << 32) | a;
-  u32 d = 0;
-  for (int i = 0; i < 4; ++i) {
-    const u32 s = (sel >> (4 * i)) & 15u;
-    u32 byte = static_cast<u32>(src >> (8 * (s & 7u))) & 0xFFu;
-    if (s & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
-    d |= byte << (8 * i);
-  }
-  return d;
-#endif
-}
+using nx::prmt;
 
 // ---- FP8 path -------------------------------------------------------------------------------
 
