@@ -347,9 +347,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       float v[kGR];
       u32 m[kGR / RowOp::block_cols];
       const bool given = group_from_chunks<RowOp, Cfg::in>(cur, 0, v, m);
-      // Double quantization keeps the FP32 encoder: measured slower with the packed one there
-      // (tetrajet x pair, H200: 0.278 -> 0.41 ms at 8192^2).
-      if constexpr (packed_pow2<RowOp, Cfg::in>() && !kRequant) {
+      if constexpr (packed_pow2<RowOp, Cfg::in>()) {
         u32 p[kGR / 2];
         pairs_from_chunks<RowOp>(cur, 0, p);
         quantize_group<RowOp, kStats, kRequant, true>(v, given, m, row, c0, n, a.row,
