@@ -22,6 +22,38 @@ FP4JIT_DEV int warp_id() {
   return static_cast<int>(threadIdx.x >> 5);
 }
 
+// Position (r, c) in a grid `cols` wide (flat index r * cols + c), moved by a fixed step without
+// a 64-bit division per move. kReverse walks the flat indices from the end (total - 1 - i): the
+// stats passes do, so that the quantize pass after them finds the last items still in L2.
+template <bool kReverse>
+struct GridWalk {
+  i64 r, c, dr, dc, cols;
+  FP4JIT_DEV GridWalk(i64 first, i64 step, i64 grid_cols, i64 total) : cols(grid_cols) {
+    const i64 i = kReverse ? total - 1 - first : first;
+    r = i / cols;
+    c = i - r * cols;
+    dr = step / cols;
+    dc = step - dr * cols;
+  }
+  FP4JIT_DEV void next() {
+    if constexpr (kReverse) {
+      r -= dr;
+      c -= dc;
+      if (c < 0) {
+        c += cols;
+        --r;
+      }
+    } else {
+      r += dr;
+      c += dc;
+      if (c >= cols) {
+        c -= cols;
+        ++r;
+      }
+    }
+  }
+};
+
 FP4JIT_DEV float shfl_xor(float v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }

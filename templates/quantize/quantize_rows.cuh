@@ -101,33 +101,14 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   u32 global_max = 0u;
 
   // Items walked without 64-bit divisions: (row, chunk) of this warp's item, advanced by the
-  // grid's warps each round (backwards in the stats pass, which walks the items in reverse).
+  // grid's warps each round.
   const i64 step = static_cast<i64>(gridDim.x) * kWarps;
   const i64 first = static_cast<i64>(blockIdx.x) * kWarps + warp_id();
   if (first >= items) {
     finish_rows<Op, kStats>(o, global_max, s_enc);
     return;
   }
-  const i64 step_r = step / chunks, step_c = step - step_r * chunks;
-  const i64 item0 = kStats ? items - 1 - first : first;
-  i64 r = item0 / chunks, chunk = item0 - r * chunks;
-  const auto advance = [&](i64& rr, i64& cc) {
-    if constexpr (kStats) {
-      rr -= step_r;
-      cc -= step_c;
-      if (cc < 0) {
-        cc += chunks;
-        --rr;
-      }
-    } else {
-      rr += step_r;
-      cc += step_c;
-      if (cc >= chunks) {
-        cc -= chunks;
-        ++rr;
-      }
-    }
-  };
+  GridWalk<kStats> at(first, step, chunks, items);
   // The warp's copies of item (rr, cc) into ring slot `stage`: chunk g by lane g % 32.
   const auto issue = [&](i64 rr, i64 cc, int stage) {
     uint4* slot = my_ring + stage * kSlot;
@@ -150,12 +131,13 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
 
   // Prologue: the first kStages - 1 items in flight (empty groups past the warp's last item keep
   // the group count uniform).
-  i64 ir = r, ic = chunk, it_issue = first;
+  GridWalk<kStats> ahead = at;
+  i64 it_issue = first;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (it_issue < items) {
-      issue(ir, ic, s);
-      advance(ir, ic);
+      issue(ahead.r, ahead.c, s);
+      ahead.next();
     }
     it_issue += step;
     cp_async_commit();
@@ -164,8 +146,8 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   for (i64 it = first; it < items; it += step) {
     // The slot read last round takes the item kStages - 1 ahead.
     if (it_issue < items) {
-      issue(ir, ic, stage == 0 ? kStages - 1 : stage - 1);
-      advance(ir, ic);
+      issue(ahead.r, ahead.c, stage == 0 ? kStages - 1 : stage - 1);
+      ahead.next();
     }
     it_issue += step;
     cp_async_commit();
@@ -178,7 +160,8 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
     __syncwarp();  // every lane has read the slot before it is refilled
     stage = stage + 1 == kStages ? 0 : stage + 1;
 
-    const i64 c0 = chunk * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
+    const i64 r = at.r;
+    const i64 c0 = at.c * (32 * kPerLane) + static_cast<i64>(lane) * kPerLane;
     float lo = 0.0f, hi = 0.0f;
     if constexpr (Op::occ) {
       lo = o.lohi[2 * r];
@@ -208,7 +191,7 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
                                    want_max, global_max);
       }
     }
-    advance(r, chunk);
+    at.next();
   }
   cp_async_wait<0>();
   finish_rows<Op, kStats>(o, global_max, s_enc);

@@ -186,42 +186,13 @@ struct TilePass {
         tiles(((a.rows + kTM - 1) / kTM) * tiles_j),
         row(a.row),
         col(a.col) {}
-  // Tile t's first source row and column (the stats pass walks the tiles in reverse, so that the
-  // quantize pass finds the last ones in L2).
-  FP4JIT_DEV void origin(i64 t, i64& i0, i64& j0) const {
-    const i64 tt = Cfg::phase == Phase::stats ? tiles - 1 - t : t;
-    i0 = (tt / tiles_j) * kTM;
-    j0 = (tt % tiles_j) * kTN;
-  }
-  // Tiles t, t + step, t + 2 step, ... without a division per tile: the tile's (row, column)
-  // index, moved by step's quotient and remainder (backwards in the stats pass).
-  struct Cursor {
-    i64 ti, tj, dq, dr, tiles_j;
-    FP4JIT_DEV Cursor(const TilePass& p, i64 t, i64 step)
-        : ti(0), tj(0), dq(step / p.tiles_j), dr(step % p.tiles_j), tiles_j(p.tiles_j) {
-      const i64 tt = Cfg::phase == Phase::stats ? p.tiles - 1 - t : t;
-      ti = tt / tiles_j;
-      tj = tt % tiles_j;
-    }
-    FP4JIT_DEV void next() {
-      if constexpr (Cfg::phase == Phase::stats) {
-        ti -= dq;
-        tj -= dr;
-        if (tj < 0) {
-          tj += tiles_j;
-          --ti;
-        }
-      } else {
-        ti += dq;
-        tj += dr;
-        if (tj >= tiles_j) {
-          tj -= tiles_j;
-          ++ti;
-        }
-      }
-    }
-    FP4JIT_DEV i64 i0() const { return ti * kTM; }
-    FP4JIT_DEV i64 j0() const { return tj * kTN; }
+  // Tiles t, t + step, t + 2 step, ... as (tile row, tile column), walked in reverse by the
+  // stats pass (GridWalk).
+  struct Walk : GridWalk<Cfg::phase == Phase::stats> {
+    FP4JIT_DEV Walk(const TilePass& p, i64 t, i64 step)
+        : GridWalk<Cfg::phase == Phase::stats>(t, step, p.tiles_j, p.tiles) {}
+    FP4JIT_DEV i64 i0() const { return this->r * kTM; }
+    FP4JIT_DEV i64 j0() const { return this->c * kTN; }
   };
 };
 
@@ -436,14 +407,14 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   };
 
   const i64 t0 = blockIdx.x, tstep = gridDim.x;
-  typename TilePass<Cfg>::Cursor ahead_at(pass, t0, tstep);
+  typename TilePass<Cfg>::Walk ahead_at(pass, t0, tstep);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (t0 + s * tstep < tiles) issue(ahead_at.i0(), ahead_at.j0(), s);
     cp_async_commit();
     ahead_at.next();
   }
-  typename TilePass<Cfg>::Cursor at(pass, t0, tstep);
+  typename TilePass<Cfg>::Walk at(pass, t0, tstep);
   int stage = 0;
   for (i64 t = t0; t < tiles; t += tstep, at.next(), ahead_at.next()) {
     // The slot of the tile quantized last round takes the tile kStages - 1 rounds ahead.
@@ -528,9 +499,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   // 16-byte loads of tile t in flight (segments fully in range), the rest read when stored.
   uint4 raw[kLoads][kRaw];
   bool raw_ok[kLoads];
-  const auto fetch = [&](i64 t) {
-    i64 i0, j0;
-    pass.origin(t, i0, j0);
+  const auto fetch = [&](i64 i0, i64 j0) {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
       const int idx = static_cast<int>(threadIdx.x) + l * Cfg::threads;
@@ -544,11 +513,12 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     }
   };
 
+  typename TilePass<Cfg>::Walk at(pass, blockIdx.x, gridDim.x), next_at = at;
+  next_at.next();
   i64 t = blockIdx.x;
-  if (t < tiles) fetch(t);
-  for (; t < tiles; t += gridDim.x) {
-    i64 i0, j0;
-    pass.origin(t, i0, j0);
+  if (t < tiles) fetch(at.i0(), at.j0());
+  for (; t < tiles; t += gridDim.x, at.next(), next_at.next()) {
+    const i64 i0 = at.i0(), j0 = at.j0();
     // Store tile t (widened, OCC-clamped) into shared memory.
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
@@ -580,7 +550,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     }
     __syncthreads();
     // The next tile's loads fly while this one is quantized.
-    if (t + gridDim.x < tiles) fetch(t + gridDim.x);
+    if (t + gridDim.x < tiles) fetch(next_at.i0(), next_at.j0());
 
     if constexpr (kRowGroups || kColGroups) {
       for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits; u += Cfg::threads) {
