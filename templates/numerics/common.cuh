@@ -86,13 +86,25 @@ FP4JIT_HD float div_rn(float a, float b) {
 #endif
 }
 
-FP4JIT_HD bool is_nan(float x) { return (float_bits(x) & 0x7fffffffu) > 0x7f800000u; }
-FP4JIT_HD bool is_finite(float x) { return (float_bits(x) & 0x7f800000u) != 0x7f800000u; }
-FP4JIT_HD bool sign_bit(float x) { return (float_bits(x) >> 31) != 0; }
-FP4JIT_HD float abs_f(float x) { return bits_float(float_bits(x) & 0x7fffffffu); }
+FP4JIT_HD bool is_nan(float x) {
+  return (float_bits(x) & 0x7fffffffu) > 0x7f800000u;
+}
+FP4JIT_HD bool is_finite(float x) {
+  return (float_bits(x) & 0x7f800000u) != 0x7f800000u;
+}
+FP4JIT_HD bool sign_bit(float x) {
+  return (float_bits(x) >> 31) != 0;
+}
+FP4JIT_HD float abs_f(float x) {
+  return bits_float(float_bits(x) & 0x7fffffffu);
+}
 // min/max that ignore nothing: the caller handles NaN explicitly.
-FP4JIT_HD float min_f(float a, float b) { return b < a ? b : a; }
-FP4JIT_HD float max_f(float a, float b) { return b > a ? b : a; }
+FP4JIT_HD float min_f(float a, float b) {
+  return b < a ? b : a;
+}
+FP4JIT_HD float max_f(float a, float b) {
+  return b > a ? b : a;
+}
 
 FP4JIT_HD int count_leading_zeros(u32 v) {
 #if defined(__CUDA_ARCH__)
@@ -110,12 +122,13 @@ FP4JIT_HD int floor_log2(float a) {
   return (31 - count_leading_zeros(u)) - 149;  // subnormal: m * 2^-149
 }
 
-// The significand of a finite, positive float scaled into [1, 2): a = significand * 2^floor_log2(a).
+// The significand of a finite, positive float scaled into [1, 2): a = significand *
+// 2^floor_log2(a).
 FP4JIT_HD float significand(float a) {
   const u32 u = float_bits(a) & 0x7fffffffu;
   if ((u >> 23) != 0) return bits_float((u & 0x007fffffu) | 0x3f800000u);
-  const int e = floor_log2(a);               // subnormal: shift the leading one into place
-  const u32 m = u << (-126 - e);             // mantissa with its top bit at position 23
+  const int e = floor_log2(a);    // subnormal: shift the leading one into place
+  const u32 m = u << (-126 - e);  // mantissa with its top bit at position 23
   return bits_float((m & 0x007fffffu) | 0x3f800000u);
 }
 
@@ -126,7 +139,9 @@ FP4JIT_HD float pow2f(int e) {
 }
 
 // bfloat16 / float16 <-> float. bf16 -> float and f16 -> float are exact.
-FP4JIT_HD float bf16_to_float(u16 h) { return bits_float(static_cast<u32>(h) << 16); }
+FP4JIT_HD float bf16_to_float(u16 h) {
+  return bits_float(static_cast<u32>(h) << 16);
+}
 FP4JIT_HD u16 float_to_bf16(float x) {  // round to nearest even; NaN stays a quiet NaN
   const u32 u = float_bits(x);
   if (is_nan(x)) return static_cast<u16>((u >> 16) | 0x0040u);
