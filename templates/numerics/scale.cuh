@@ -43,6 +43,26 @@ FP4JIT_HD u32 scale_ceil_pow2(float amax, float elem_max) {
   return e8m0_from_exponent(e);
 }
 
+// The two rules above from a block's stat word: the bits of max |x| (sign clear), or any word
+// >= 0x7f800000 for a block holding NaN or Inf. Same codes, a handful of integer operations (no
+// branches, no count of leading zeros): a subnormal amax lands below 2^-127 under either rule and
+// clamps to code 0 from its zero exponent field. emax_elem >= 1.
+FP4JIT_HD u32 scale_ocp_floor_bits(u32 amax_bits, int emax_elem) {
+  const int e = static_cast<int>(amax_bits >> 23) - emax_elem;  // amax 0 or subnormal: clamps
+  const u32 code = static_cast<u32>(e < 0 ? 0 : e);
+  return amax_bits >= 0x7f800000u ? kE8M0Nan : code;
+}
+// ceil: the exponent fields' difference, plus one where amax's significand exceeds elem_max's
+// (then amax > elem_max * 2^(e_a - e_m)); amax 0 is taken as 1e-8. elem_max >= 2.
+FP4JIT_HD u32 scale_ceil_pow2_bits(u32 amax_bits, float elem_max) {
+  const u32 m = float_bits(elem_max);
+  const u32 a = amax_bits == 0u ? float_bits(1e-8f) : amax_bits;
+  const int e = static_cast<int>(a >> 23) - static_cast<int>(m >> 23) + 127 +
+                ((a & 0x7fffffu) > (m & 0x7fffffu) ? 1 : 0);
+  const u32 code = static_cast<u32>(e < 0 ? 0 : (e > 254 ? 254 : e));
+  return amax_bits >= 0x7f800000u ? kE8M0Nan : code;
+}
+
 // Microsoft FP4 / MS-AMP: sf = 2^floor(log2(elem_max / amax)) multiplies the elements; amax 0 or
 // not finite: sf = 1. Returns the exponent of sf, clamped to [-126, 126] so that sf and 1/sf are
 // both normal floats (the clamp only acts for amax below 2^-123 or above 2^125).
@@ -68,7 +88,8 @@ FP4JIT_HD float two_level_tensor_scale(float global_amax, float scale_max, float
   if (global_amax == 0.0f || s == 0.0f) return 1.0f;
   return s;
 }
-FP4JIT_HD u32 two_level_block_scale(const MiniFloat& fmt, float block_amax, float s_enc, float elem_max) {
+FP4JIT_HD u32 two_level_block_scale(const MiniFloat& fmt, float block_amax, float s_enc,
+                                    float elem_max) {
   const float s_dec = mul_rn(block_amax, mul_rn(s_enc, div_rn(1.0f, elem_max)));
   return mf_encode(fmt, min_f(s_dec, kFloatMax), Round::even, /*saturate=*/true);
 }

@@ -54,6 +54,18 @@ struct GridWalk {
   }
 };
 
+// f(u) for u = first, first + kStep, ... below kUnits: unrolled with a fixed count where kStep
+// divides kUnits (first < kStep), so no thread tests a bound per unit.
+template <int kUnits, int kStep, class F>
+FP4JIT_DEV void for_units(int first, F&& f) {
+  if constexpr (kUnits % kStep == 0) {
+#pragma unroll
+    for (int k = 0; k < kUnits / kStep; ++k) f(first + k * kStep);
+  } else {
+    for (int u = first; u < kUnits; u += kStep) f(u);
+  }
+}
+
 FP4JIT_DEV float shfl_xor(float v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }

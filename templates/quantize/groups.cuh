@@ -338,6 +338,18 @@ FP4JIT_DEV float pair_value(const u32* p, int i) {
   const u32 word = p[4 * (i / 8) + i % 4];
   return nx::bf16_to_float(static_cast<u16>(i % 8 < 4 ? word & 0xffffu : word >> 16));
 }
+// The E8M0 scale of a block for the packed encoder from its max |x| bits (any word >= 0x7f800000:
+// NaN or Inf seen): block_scale's code and NaN flag, from the bits (numerics/scale.cuh); the
+// factor is left at 1 (encode_block_pairs derives its constants from the code).
+template <class Op>
+FP4JIT_DEV BlockScale pow2_block_scale(u32 max_bits) {
+  static_assert(Op::rule == Rule::ocp_floor || Op::rule == Rule::ceil_pow2, "E8M0 block scales");
+  BlockScale out{0u, 0.0f, 1.0f, false, false};
+  out.code = Op::rule == Rule::ocp_floor ? nx::scale_ocp_floor_bits(max_bits, elem_emax(Op::elem))
+                                         : nx::scale_ceil_pow2_bits(max_bits, elem_max(Op::elem));
+  out.nan = out.code == nx::kE8M0Nan;
+  return out;
+}
 // Codes of one block from pair words (kB / 8 words): the packed encoder where the block's scale
 // exponent allows it, else the FP32 path on the widened values.
 template <class Op, int kB>
@@ -355,21 +367,31 @@ FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32*
   float v[kB];
 #pragma unroll
   for (int i = 0; i < kB; ++i) v[i] = pair_value(p, i);
-  encode_block<Op, kB>(v, b, false, r, words);
+  BlockScale f = b;  // pow2_block_scale leaves the factor out
+  if (!b.nan) f.factor = nx::pow2f(127 - static_cast<int>(b.code));
+  encode_block<Op, kB>(v, f, false, r, words);
 }
 
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
 // group at operand (r, c0) whose first n elements are in range. stats_given: m holds the blocks'
 // max |x| bits already (from the packed BF16 input, no transform); else they are computed here.
-// kRequant (double quantization, quantize pass): v becomes the values the codes stand for
-// (segment.cuh requant_value), 0 past the n in range. kPairs (packed_pow2 operands): the codes
-// come from `pairs` (pairs_from_chunks' layout) by the packed encoder, and v is not read.
-template <class Op, bool kStats, bool kRequant = false, bool kPairs = false>
+// whole: n == kG and o.row_bytes % 16 == 0 are known. kRequant (double quantization, quantize
+// pass): v becomes the values the codes stand for (segment.cuh requant_value), 0 past the n in
+// range. kPairs (packed_pow2 operands): the codes come from `pairs` (pairs_from_chunks' layout) by
+// the packed encoder, and v is not read. kDefer: the codes and scale codes go to *deferred, not
+// to memory (the caller stores them).
+template <class Op>
+struct GroupCodes {
+  u32 words[group_size<Op>() / 8];                // codes, element e at nibble e % 8 of word e / 8
+  u32 scales[group_size<Op>() / Op::block_cols];  // scale codes (code-format scales)
+};
+template <class Op, bool kStats, bool kRequant = false, bool kPairs = false, bool kDefer = false>
 FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,
                                const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
                                u64 offset, bool want_max, u32& global_max,
-                               const u32* pairs = nullptr) {
+                               const u32* pairs = nullptr, bool whole = false,
+                               GroupCodes<Op>* deferred = nullptr) {
   constexpr int kG = group_size<Op>();
   constexpr int kB = Op::block_cols;
   constexpr int kBlocks = kG / kB;
@@ -394,12 +416,17 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
       const u32 stat = stat_of(m[b]);
-      const BlockScale sc = group_scale<Op>(stat, s_enc, tl);
-      if constexpr (kPairs)
+      BlockScale sc;
+      if constexpr (kPairs) {
+        sc = pow2_block_scale<Op>(m[b]);
         encode_block_pairs<Op, kB>(pairs + b * (kB / 2), sc, rb + b * kB, words + b * (kB / 8));
-      else
+      } else {
+        sc = group_scale<Op>(stat, s_enc, tl);
         encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
-      if (c0 + b * kB < c0 + n)
+      }
+      if constexpr (kDefer)
+        deferred->scales[b] = sc.code;
+      else if (c0 + b * kB < c0 + n)
         store_scale<Op>(o.scales, block_index<Op>(r, c0 + b * kB, o.scale_cols), sc);
       if constexpr (kRequant) {
 #pragma unroll
@@ -410,8 +437,14 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
         }
       }
     }
-    u8* dst = o.codes + r * o.row_bytes + c0 / 2;
-    if (n == kG && o.row_bytes % 16 == 0) {
+    if constexpr (kDefer) {
+      static_assert(scale_is_code(Op::scale) && !kRequant, "deferred stores: code scales");
+#pragma unroll
+      for (int w = 0; w < kG / 8; ++w) deferred->words[w] = words[w];
+      return;
+    }
+    u8* dst = o.codes + r * o.row_bytes + static_cast<i64>(static_cast<u64>(c0) >> 1);
+    if (whole || (n == kG && o.row_bytes % 16 == 0)) {
       if constexpr (kG == 32) {
         *reinterpret_cast<uint4*>(dst) = uint4{words[0], words[1], words[2], words[3]};
       } else {

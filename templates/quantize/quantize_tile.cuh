@@ -259,9 +259,10 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
   constexpr bool kStats = Cfg::phase == Phase::stats;
   constexpr int kGR = group_size<RowOp>(), kGC = group_size<ColOp>();
-  constexpr int kRowUnits = kRows ? kTM * (kTN / kGR) : 0;  // a row group each
+  [[maybe_unused]] constexpr int kRowUnits = kRows ? kTM * (kTN / kGR) : 0;  // a row group each
   constexpr int kWordsPerRow = kTN * kEsz / 4;
-  constexpr int kColUnits = kCols ? kWordsPerRow * (kTM / kGC) : 0;  // a column word's row group
+  [[maybe_unused]] constexpr int kColUnits =
+      kCols ? kWordsPerRow * (kTM / kGC) : 0;  // a column word's row group
   constexpr int kColsPerWord = 4 / kEsz;
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
@@ -302,16 +303,18 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   // Row-wise unit u of the tile at (i0, j0): group u % (kTN / kGR) of tile row u / (kTN / kGR)
   // (consecutive lanes on consecutive groups of a row: their code stores are contiguous).
   constexpr bool kRequant = tile_raw_requant<Cfg>();
-  const auto row_unit = [&](uint4* tile, int u, i64 i0, i64 j0) {
+  const auto row_unit = [&](bool whole, uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kRows) {
       constexpr int kGroupsPerRow = kTN / kGR;
       constexpr int kGChunks = kGR / kPerLoad;
       const int r = u / kGroupsPerRow, g = u % kGroupsPerRow;
       const i64 row = i0 + r, c0 = j0 + static_cast<i64>(g) * kGR;
-      const i64 left = a.row.cols - c0;
-      const int n =
-          row >= a.row.rows || left <= 0 ? 0 : (left >= kGR ? kGR : static_cast<int>(left));
-      if (n == 0) return;
+      int n = kGR;
+      if (!whole) {
+        const i64 left = a.row.cols - c0;
+        n = row >= a.row.rows || left <= 0 ? 0 : (left >= kGR ? kGR : static_cast<int>(left));
+        if (n == 0) return;
+      }
       uint4 cur[kGChunks];
 #pragma unroll
       for (int l = 0; l < kGChunks; ++l) cur[l] = tile[raw_chunk<kCPR>(r, g * kGChunks + l)];
@@ -323,11 +326,11 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         pairs_from_chunks<RowOp>(cur, 0, p);
         quantize_group<RowOp, kStats, kRequant, true>(v, given, m, row, c0, n, a.row,
                                                       pass.row.s_enc, pass.row.tl, a.seed, a.offset,
-                                                      pass.row.want_max, row_max, p);
+                                                      pass.row.want_max, row_max, p, whole);
       } else {
-        quantize_group<RowOp, kStats, kRequant>(v, given, m, row, c0, n, a.row, pass.row.s_enc,
-                                                pass.row.tl, a.seed, a.offset, pass.row.want_max,
-                                                row_max);
+        quantize_group<RowOp, kStats, kRequant, false>(
+            v, given, m, row, c0, n, a.row, pass.row.s_enc, pass.row.tl, a.seed, a.offset,
+            pass.row.want_max, row_max, nullptr, whole);
       }
       if constexpr (kRequant) {
         // The dequantized values (exact in the input type) replace the group's input.
@@ -349,15 +352,51 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     }
   };
   // Transposed unit u: column word u % kWordsPerRow over the tile rows of group u / kWordsPerRow.
-  const auto col_unit = [&](const uint4* tile, int u, i64 i0, i64 j0) {
+  // Paired: a tile of two row groups, whose warps each take 16 column words over both groups (lane
+  // l: word l % 16, group l / 16); the two halves of an operand row's 2 kGC elements (codes and
+  // scales) meet in adjacent lanes by shuffles, and whole tiles store them as full 32-byte sectors
+  // (the unpaired lanes' 16-byte stores half filled theirs, a third of the kernel's L2 sectors).
+  constexpr bool kPairedCols = kCols && !kStats && kTM == 2 * kGC && kWordsPerRow % 16 == 0 &&
+                               scale_is_code(ColOp::scale) && (kGC == 16 || kGC == 32) &&
+                               packed_pow2<ColOp, Cfg::in>();
+  const auto col_store_paired = [&](const GroupCodes<ColOp>& gc, int u, int h, i64 i0, i64 j0) {
+    if constexpr (kPairedCols) {
+      constexpr int kBlocks = kGC / ColOp::block_cols;
+      const int lane = lane_id();
+      const int src = (lane >> 1) + 16 * (lane & 1);
+      u32 wv[kGC / 8];
+#pragma unroll
+      for (int k = 0; k < kGC / 8; ++k) wv[k] = __shfl_sync(0xffffffffu, gc.words[k], src);
+      u32 sc = gc.scales[0];
+      if constexpr (kBlocks == 2) sc |= gc.scales[1] << 8;
+      sc = __shfl_sync(0xffffffffu, sc, src);
+      const i64 orow = j0 + static_cast<i64>((u >> 5) * 16 + (lane >> 1)) * kColsPerWord + h;
+      const i64 c0 = i0 + static_cast<i64>(lane & 1) * kGC;
+      u8* dst = a.col.codes + orow * a.col.row_bytes + (c0 >> 1);
+      if constexpr (kGC == 32)
+        *reinterpret_cast<uint4*>(dst) = uint4{wv[0], wv[1], wv[2], wv[3]};
+      else
+        *reinterpret_cast<uint2*>(dst) = uint2{wv[0], wv[1]};
+      u8* sdst = static_cast<u8*>(a.col.scales) + block_index<ColOp>(orow, c0, a.col.scale_cols);
+      if constexpr (kBlocks == 1)
+        *sdst = static_cast<u8>(sc);
+      else
+        *reinterpret_cast<u16*>(sdst) = static_cast<u16>(sc);  // an even block index
+    }
+  };
+  const auto col_unit = [&](bool whole, const uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
       constexpr bool kPacked = Cfg::in == InType::bf16 && ColOp::had == 0;
-      const int w = u % kWordsPerRow, rg = u / kWordsPerRow;
+      const int w = kPairedCols ? (u >> 5) * 16 + (u & 15) : u % kWordsPerRow;
+      const int rg = kPairedCols ? (u >> 4) & 1 : u / kWordsPerRow;
       const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
-      const i64 left = a.col.cols - c0;
-      const int n = left <= 0 ? 0 : (left >= kGC ? kGC : static_cast<int>(left));
-      if (n == 0) return;
+      int n = kGC;
+      if (!whole) {
+        const i64 left = a.col.cols - c0;
+        n = left <= 0 ? 0 : (left >= kGC ? kGC : static_cast<int>(left));
+        if (n == 0) return;
+      }
       const u32* words = reinterpret_cast<const u32*>(tile);
       u32 x[kGC];
 #pragma unroll
@@ -375,7 +414,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       for (int h = 0; h < kColsPerWord; ++h) {
         const i64 orow =
             j0 + static_cast<i64>(w) * kColsPerWord + h;  // operand row (source column)
-        if (orow >= a.col.rows) break;
+        if (!whole && orow >= a.col.rows) break;
         float v[kGC];
 #pragma unroll
         for (int e = 0; e < kGC; ++e) {
@@ -395,12 +434,21 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         if constexpr (packed_pow2<ColOp, Cfg::in>()) {
           u32 p[kGC / 2];
           pairs_from_column_words<kGC>(x, h, p);
-          quantize_group<ColOp, kStats, false, true>(v, kPacked, m, orow, c0, n, a.col,
-                                                     pass.col.s_enc, pass.col.tl, a.seed, a.offset,
-                                                     pass.col.want_max, col_max, p);
+          if (kPairedCols && whole) {
+            GroupCodes<ColOp> gc;
+            quantize_group<ColOp, kStats, false, true, kPairedCols>(
+                v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                pass.col.want_max, col_max, p, true, &gc);
+            col_store_paired(gc, u, h, i0, j0);
+          } else {
+            quantize_group<ColOp, kStats, false, true>(
+                v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                pass.col.want_max, col_max, p, whole);
+          }
         } else {
-          quantize_group<ColOp, kStats>(v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc,
-                                        pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
+          quantize_group<ColOp, kStats, false, false>(v, kPacked, m, orow, c0, n, a.col,
+                                                      pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                                                      pass.col.want_max, col_max, nullptr, whole);
         }
       }
     }
@@ -426,23 +474,38 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     const i64 i0 = at.i0(), j0 = at.j0();
     uint4* tile = ring + stage * kChunks;
     const int tid = static_cast<int>(threadIdx.x);
-    if constexpr (kRequant) {
-      // The transposed operand reads what the row-wise pass wrote.
-      for (int u = tid; u < kRowUnits; u += Cfg::threads) row_unit(tile, u, i0, j0);
-      __syncthreads();
-      for (int u = tid; u < kColUnits; u += Cfg::threads) col_unit(tile, u, i0, j0);
-    } else if constexpr (kRows && kCols) {
-      constexpr int kHalf = Cfg::threads / 2;
-      if (tid < kHalf) {
-        for (int u = tid; u < kColUnits; u += kHalf) col_unit(tile, u, i0, j0);
+    // The tile's units, for a tile whose units are all whole (inside both operands: no bounds
+    // to check, stores of whole groups) or not.
+    const auto units = [&](bool whole) {
+      if constexpr (kRequant) {
+        // The transposed operand reads what the row-wise pass wrote.
+        for_units<kRowUnits, Cfg::threads>(tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
+        __syncthreads();
+        for_units<kColUnits, Cfg::threads>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
+      } else if constexpr (kRows && kCols) {
+        constexpr int kHalf = Cfg::threads / 2;
+        if (tid < kHalf) {
+          for_units<kColUnits, kHalf>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
+        } else {
+          for_units<kRowUnits, kHalf>(tid - kHalf,
+                                      [&](int u) { row_unit(whole, tile, u, i0, j0); });
+        }
+      } else if constexpr (kRows) {
+        for_units<kRowUnits, Cfg::threads>(tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
       } else {
-        for (int u = tid - kHalf; u < kRowUnits; u += kHalf) row_unit(tile, u, i0, j0);
+        for_units<kColUnits, Cfg::threads>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
       }
-    } else if constexpr (kRows) {
-      for (int u = tid; u < kRowUnits; u += Cfg::threads) row_unit(tile, u, i0, j0);
-    } else {
-      for (int u = tid; u < kColUnits; u += Cfg::threads) col_unit(tile, u, i0, j0);
-    }
+    };
+    bool whole = true;
+    if constexpr (kRows)
+      whole = i0 + kTM <= a.row.rows && j0 + kTN <= a.row.cols && a.row.row_bytes % 16 == 0;
+    if constexpr (kCols)
+      whole =
+          whole && j0 + kTN <= a.col.rows && i0 + kTM <= a.col.cols && a.col.row_bytes % 16 == 0;
+    if (whole)
+      units(true);
+    else
+      units(false);
     __syncthreads();  // every thread is done with the slot before it is refilled
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
@@ -581,10 +644,10 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }
 
-// CTAs per SM asked of the register allocator on the raw path: three (at most 85 registers)
-// where every operand takes the packed encoder, else two (128: left free, the allocator took up
-// to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41 ms).
-// Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
+// CTAs per SM asked of the register allocator on the raw path: 768 threads per SM (at most 85
+// registers) where every operand takes the packed encoder, else 512 (128: left free, the allocator
+// took up to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41
+// ms). Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
 // kernels, which would, are left free.
 template <class Cfg>
 FP4JIT_CONSTEXPR int tile_min_blocks() {
@@ -592,8 +655,9 @@ FP4JIT_CONSTEXPR int tile_min_blocks() {
   constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
                            (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
   constexpr bool kHadamard = (kRows && Cfg::RowOp::had != 0) || (kCols && Cfg::ColOp::had != 0);
-  if constexpr (Cfg::threads != 256 || !tile_raw_path<Cfg>() || kHadamard) return 1;
-  return kPacked ? 3 : 2;
+  constexpr int kPerSm = kPacked ? 768 : 512;
+  if constexpr (!tile_raw_path<Cfg>() || kHadamard || kPerSm % Cfg::threads != 0) return 1;
+  return kPerSm / Cfg::threads;
 }
 
 template <class Cfg>

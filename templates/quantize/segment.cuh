@@ -121,8 +121,9 @@ FP4JIT_DEV u32 finite_max(const float (&v)[kVec]) {
 // Index of operand element (r, c)'s block in the scale array (core/quantized.cpp block_of).
 template <class Op>
 FP4JIT_DEV i64 block_index(i64 r, i64 c, i64 scale_cols) {
-  if constexpr (Op::block == BlockKind::tile)
-    return (r / Op::block_rows) * scale_cols + c / Op::block_cols;
+  if constexpr (Op::block == BlockKind::tile)  // r, c >= 0: unsigned division (shifts)
+    return static_cast<i64>(static_cast<u64>(r) / Op::block_rows) * scale_cols +
+           static_cast<i64>(static_cast<u64>(c) / Op::block_cols);
   if constexpr (Op::block == BlockKind::row) return r;
   if constexpr (Op::block == BlockKind::col) return c;
   return 0;

@@ -140,6 +140,36 @@ int ms_pow2_oracle(float amax, float elem_max) {
   return std::clamp(e, -126, 126);
 }
 
+// The stat-word forms of the two power-of-two rules give the float forms' codes for every exponent
+// field with the mantissas that matter (0, around each element format's significand, the extremes,
+// a spread of others), every BF16 magnitude, and every non-finite word.
+TEST(ScalePow2Bits, MatchFloatRules) {
+  std::vector<u32> words;
+  std::mt19937 rng(7);
+  for (u32 e = 0; e <= 254; ++e) {
+    for (u32 m :
+         {0x0u, 0x1u, 0x3fffffu, 0x400000u, 0x400001u, 0x5fffffu, 0x600000u, 0x600001u, 0x7fffffu})
+      words.push_back((e << 23) | m);
+    for (int k = 0; k < 16; ++k) words.push_back((e << 23) | (rng() & 0x7fffffu));
+  }
+  for (u32 b = 0; b < 0x7f80u; ++b) words.push_back(b << 16);  // BF16 magnitudes
+  int checked = 0;
+  for (const auto& [emax, emax_value] : {std::pair{2, 6.0f}, {8, 448.0f}, {15, 57344.0f}}) {
+    for (const u32 w : words) {
+      const float a = std::bit_cast<float>(w);
+      ASSERT_EQ(nx::scale_ocp_floor_bits(w, emax), nx::scale_ocp_floor(a, emax)) << std::hex << w;
+      ASSERT_EQ(nx::scale_ceil_pow2_bits(w, emax_value), nx::scale_ceil_pow2(a, emax_value))
+          << std::hex << w << " elem_max " << emax_value;
+      ++checked;
+    }
+    for (const u32 w : {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xffffffffu}) {
+      EXPECT_EQ(nx::scale_ocp_floor_bits(w, emax), nx::kE8M0Nan);
+      EXPECT_EQ(nx::scale_ceil_pow2_bits(w, emax_value), nx::kE8M0Nan);
+    }
+  }
+  EXPECT_GT(checked, 3 * 0x7f80);
+}
+
 TEST(ScaleMsPow2, PublishedPoints) {
   EXPECT_EQ(nx::scale_ms_pow2_exponent(6.0f, 6.0f), 0);
   EXPECT_EQ(nx::scale_ms_pow2_exponent(next_up(6.0f), 6.0f), -1);
