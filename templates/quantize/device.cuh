@@ -54,14 +54,16 @@ struct GridWalk {
   }
 };
 
-// f(u) for u = first, first + kStep, ... below kUnits: unrolled with a fixed count where kStep
-// divides kUnits (first < kStep), so no thread tests a bound per unit.
-template <int kUnits, int kStep, class F>
+// f(u) for u = first, first + kStep, ... below kUnits (first < kStep). kUnroll: unrolled with a
+// fixed count where kStep divides kUnits, so no thread tests a bound per unit (and the compiler
+// may interleave the units: more registers live).
+template <int kUnits, int kStep, bool kUnroll, class F>
 FP4JIT_DEV void for_units(int first, F&& f) {
-  if constexpr (kUnits % kStep == 0) {
+  if constexpr (kUnroll && kUnits % kStep == 0) {
 #pragma unroll
     for (int k = 0; k < kUnits / kStep; ++k) f(first + k * kStep);
   } else {
+#pragma unroll 1
     for (int u = first; u < kUnits; u += kStep) f(u);
   }
 }

@@ -246,6 +246,22 @@ FP4JIT_DEV int raw_chunk(int r, int c) {
   return r * kCPR + (c ^ ((2 * r + (c >> 3)) & 7));
 }
 
+// CTAs per SM asked of the register allocator on the raw path: 768 threads per SM (at most 85
+// registers) where every operand takes the packed encoder, else 512 (128: left free, the allocator
+// took up to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41
+// ms). Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
+// kernels, which would, are left free.
+template <class Cfg>
+FP4JIT_CONSTEXPR int tile_min_blocks() {
+  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
+  constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
+                           (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
+  constexpr bool kHadamard = (kRows && Cfg::RowOp::had != 0) || (kCols && Cfg::ColOp::had != 0);
+  constexpr int kPerSm = kPacked ? 768 : 512;
+  if constexpr (!tile_raw_path<Cfg>() || kHadamard || kPerSm % Cfg::threads != 0) return 1;
+  return kPerSm / Cfg::threads;
+}
+
 template <class Cfg>
 FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   using RowOp = typename Cfg::RowOp;
@@ -352,44 +368,49 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     }
   };
   // Transposed unit u: column word u % kWordsPerRow over the tile rows of group u / kWordsPerRow.
-  // Paired: a tile of two row groups, whose warps each take 16 column words over both groups (lane
-  // l: word l % 16, group l / 16); the two halves of an operand row's 2 kGC elements (codes and
-  // scales) meet in adjacent lanes by shuffles, and whole tiles store them as full 32-byte sectors
-  // (the unpaired lanes' 16-byte stores half filled theirs, a third of the kernel's L2 sectors).
-  constexpr bool kPairedCols = kCols && !kStats && kTM == 2 * kGC && kWordsPerRow % 16 == 0 &&
-                               scale_is_code(ColOp::scale) && (kGC == 16 || kGC == 32) &&
-                               packed_pow2<ColOp, Cfg::in>();
-  const auto col_store_paired = [&](const GroupCodes<ColOp>& gc, int u, int h, i64 i0, i64 j0) {
-    if constexpr (kPairedCols) {
+  // Parted: a tile of kParts row groups making 32 bytes of codes per operand row (a full sector),
+  // whose warps each take 32 / kParts column words over all the groups (lane l: word l % (32 /
+  // kParts), group l / (32 / kParts)); the kParts pieces of an operand row (codes and scales) meet
+  // in adjacent lanes by shuffles, and whole tiles store them as full 32-byte sectors (one lane
+  // per piece filled a sector by halves or quarters: a third of the pair kernel's L2 sectors).
+  constexpr int kParts = kTM / kGC;
+  constexpr int kPartWords = 32 / kParts;  // column words per warp
+  constexpr bool kPartedCols = kCols && !kStats && (kParts == 2 || kParts == 4) && kTM == 64 &&
+                               kWordsPerRow % kPartWords == 0 && scale_is_code(ColOp::scale) &&
+                               kGC / ColOp::block_cols <= 2 && packed_pow2<ColOp, Cfg::in>();
+  const auto col_store_parted = [&](const GroupCodes<ColOp>& gc, int u, int h, i64 i0, i64 j0) {
+    if constexpr (kPartedCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
       const int lane = lane_id();
-      const int src = (lane >> 1) + 16 * (lane & 1);
+      const int src = (lane % kParts) * kPartWords + lane / kParts;
       u32 wv[kGC / 8];
 #pragma unroll
       for (int k = 0; k < kGC / 8; ++k) wv[k] = __shfl_sync(0xffffffffu, gc.words[k], src);
       u32 sc = gc.scales[0];
       if constexpr (kBlocks == 2) sc |= gc.scales[1] << 8;
       sc = __shfl_sync(0xffffffffu, sc, src);
-      const i64 orow = j0 + static_cast<i64>((u >> 5) * 16 + (lane >> 1)) * kColsPerWord + h;
-      const i64 c0 = i0 + static_cast<i64>(lane & 1) * kGC;
+      const int w = (u >> 5) * kPartWords + lane / kParts;
+      const i64 orow = j0 + static_cast<i64>(w) * kColsPerWord + h;
+      const i64 c0 = i0 + static_cast<i64>(lane % kParts) * kGC;
       u8* dst = a.col.codes + orow * a.col.row_bytes + (c0 >> 1);
       if constexpr (kGC == 32)
         *reinterpret_cast<uint4*>(dst) = uint4{wv[0], wv[1], wv[2], wv[3]};
       else
         *reinterpret_cast<uint2*>(dst) = uint2{wv[0], wv[1]};
       u8* sdst = static_cast<u8*>(a.col.scales) + block_index<ColOp>(orow, c0, a.col.scale_cols);
-      if constexpr (kBlocks == 1)
+      if constexpr (kBlocks == 1) {
         *sdst = static_cast<u8>(sc);
-      else
+      } else {
         *reinterpret_cast<u16*>(sdst) = static_cast<u16>(sc);  // an even block index
+      }
     }
   };
   const auto col_unit = [&](bool whole, const uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
       constexpr bool kPacked = Cfg::in == InType::bf16 && ColOp::had == 0;
-      const int w = kPairedCols ? (u >> 5) * 16 + (u & 15) : u % kWordsPerRow;
-      const int rg = kPairedCols ? (u >> 4) & 1 : u / kWordsPerRow;
+      const int w = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kWordsPerRow;
+      const int rg = kPartedCols ? (u & 31) / kPartWords : u / kWordsPerRow;
       const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
       int n = kGC;
       if (!whole) {
@@ -434,21 +455,29 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         if constexpr (packed_pow2<ColOp, Cfg::in>()) {
           u32 p[kGC / 2];
           pairs_from_column_words<kGC>(x, h, p);
-          if (kPairedCols && whole) {
+          if (kPartedCols && whole) {
             GroupCodes<ColOp> gc;
-            quantize_group<ColOp, kStats, false, true, kPairedCols>(
+            quantize_group<ColOp, kStats, false, true, kPartedCols>(
                 v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
                 pass.col.want_max, col_max, p, true, &gc);
-            col_store_paired(gc, u, h, i0, j0);
+            col_store_parted(gc, u, h, i0, j0);
           } else {
             quantize_group<ColOp, kStats, false, true>(
                 v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
                 pass.col.want_max, col_max, p, whole);
           }
         } else {
-          quantize_group<ColOp, kStats, false, false>(v, kPacked, m, orow, c0, n, a.col,
-                                                      pass.col.s_enc, pass.col.tl, a.seed, a.offset,
-                                                      pass.col.want_max, col_max, nullptr, whole);
+          if (kPartedCols && whole) {
+            GroupCodes<ColOp> gc;
+            quantize_group<ColOp, kStats, false, false, kPartedCols>(
+                v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                pass.col.want_max, col_max, nullptr, true, &gc);
+            col_store_parted(gc, u, h, i0, j0);
+          } else {
+            quantize_group<ColOp, kStats, false, false>(
+                v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+                pass.col.want_max, col_max, nullptr, whole);
+          }
         }
       }
     }
@@ -476,24 +505,32 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     const int tid = static_cast<int>(threadIdx.x);
     // The tile's units, for a tile whose units are all whole (inside both operands: no bounds
     // to check, stores of whole groups) or not.
+    // Units unrolled where every operand takes the packed encoder (at most 85 registers and no
+    // spills: the stochastic-rounding kernels spilled under their cap of 128 with two units live).
+    constexpr bool kUnrollUnits = tile_min_blocks<Cfg>() == 3;
     const auto units = [&](bool whole) {
       if constexpr (kRequant) {
         // The transposed operand reads what the row-wise pass wrote.
-        for_units<kRowUnits, Cfg::threads>(tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
+        for_units<kRowUnits, Cfg::threads, kUnrollUnits>(
+            tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
         __syncthreads();
-        for_units<kColUnits, Cfg::threads>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
+        for_units<kColUnits, Cfg::threads, kUnrollUnits>(
+            tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
       } else if constexpr (kRows && kCols) {
         constexpr int kHalf = Cfg::threads / 2;
         if (tid < kHalf) {
-          for_units<kColUnits, kHalf>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
+          for_units<kColUnits, kHalf, kUnrollUnits>(
+              tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
         } else {
-          for_units<kRowUnits, kHalf>(tid - kHalf,
-                                      [&](int u) { row_unit(whole, tile, u, i0, j0); });
+          for_units<kRowUnits, kHalf, kUnrollUnits>(
+              tid - kHalf, [&](int u) { row_unit(whole, tile, u, i0, j0); });
         }
       } else if constexpr (kRows) {
-        for_units<kRowUnits, Cfg::threads>(tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
+        for_units<kRowUnits, Cfg::threads, kUnrollUnits>(
+            tid, [&](int u) { row_unit(whole, tile, u, i0, j0); });
       } else {
-        for_units<kColUnits, Cfg::threads>(tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
+        for_units<kColUnits, Cfg::threads, kUnrollUnits>(
+            tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
       }
     };
     bool whole = true;
@@ -642,22 +679,6 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   }
   if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
-}
-
-// CTAs per SM asked of the register allocator on the raw path: 768 threads per SM (at most 85
-// registers) where every operand takes the packed encoder, else 512 (128: left free, the allocator
-// took up to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41
-// ms). Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
-// kernels, which would, are left free.
-template <class Cfg>
-FP4JIT_CONSTEXPR int tile_min_blocks() {
-  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
-  constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
-                           (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
-  constexpr bool kHadamard = (kRows && Cfg::RowOp::had != 0) || (kCols && Cfg::ColOp::had != 0);
-  constexpr int kPerSm = kPacked ? 768 : 512;
-  if constexpr (!tile_raw_path<Cfg>() || kHadamard || kPerSm % Cfg::threads != 0) return 1;
-  return kPerSm / Cfg::threads;
 }
 
 template <class Cfg>
