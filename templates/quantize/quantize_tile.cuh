@@ -249,8 +249,9 @@ FP4JIT_DEV int raw_chunk(int r, int c) {
 // CTAs per SM asked of the register allocator on the raw path: 768 threads per SM (at most 85
 // registers) where every operand takes the packed encoder, else 512 (128: left free, the allocator
 // took up to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41
-// ms). Neither spills (checked by cuobjdump -res-usage over the emulator's recipes); Hadamard
-// kernels, which would, are left free.
+// ms). cuobjdump -res-usage over the emulator's recipes: no spills, but for 8 bytes of stack in
+// the pair kernel of x with 16-bit stochastic rounding; Hadamard kernels, which would spill, are
+// left free.
 template <class Cfg>
 FP4JIT_CONSTEXPR int tile_min_blocks() {
   constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
