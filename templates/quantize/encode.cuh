@@ -39,9 +39,9 @@ FP4JIT_DEV BlockScale block_scale(u32 stat, float s_enc) {
   const float amax = nonfinite ? 0.0f : nx::bits_float(stat);
   constexpr float emax_value = elem_max(Op::elem);
   if constexpr (Op::rule == Rule::ocp_floor || Op::rule == Rule::ceil_pow2) {
-    const float a = nonfinite ? nx::bits_float(0x7fc00000u) : amax;
-    out.code = Op::rule == Rule::ocp_floor ? nx::scale_ocp_floor(a, elem_emax(Op::elem))
-                                           : nx::scale_ceil_pow2(a, emax_value);
+    // From the stat word's bits (kNonFinite is >= 0x7f800000): the float rules' codes.
+    out.code = Op::rule == Rule::ocp_floor ? nx::scale_ocp_floor_bits(stat, elem_emax(Op::elem))
+                                           : nx::scale_ceil_pow2_bits(stat, emax_value);
     out.nan = out.code == nx::kE8M0Nan;
     if (!out.nan) out.factor = nx::pow2f(127 - static_cast<int>(out.code));
   } else if constexpr (Op::rule == Rule::ms_pow2) {

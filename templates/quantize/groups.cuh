@@ -338,18 +338,6 @@ FP4JIT_DEV float pair_value(const u32* p, int i) {
   const u32 word = p[4 * (i / 8) + i % 4];
   return nx::bf16_to_float(static_cast<u16>(i % 8 < 4 ? word & 0xffffu : word >> 16));
 }
-// The E8M0 scale of a block for the packed encoder from its max |x| bits (any word >= 0x7f800000:
-// NaN or Inf seen): block_scale's code and NaN flag, from the bits (numerics/scale.cuh); the
-// factor is left at 1 (encode_block_pairs derives its constants from the code).
-template <class Op>
-FP4JIT_DEV BlockScale pow2_block_scale(u32 max_bits) {
-  static_assert(Op::rule == Rule::ocp_floor || Op::rule == Rule::ceil_pow2, "E8M0 block scales");
-  BlockScale out{0u, 0.0f, 1.0f, false, false};
-  out.code = Op::rule == Rule::ocp_floor ? nx::scale_ocp_floor_bits(max_bits, elem_emax(Op::elem))
-                                         : nx::scale_ceil_pow2_bits(max_bits, elem_max(Op::elem));
-  out.nan = out.code == nx::kE8M0Nan;
-  return out;
-}
 // Codes of one block from pair words (kB / 8 words): the packed encoder where the block's scale
 // exponent allows it, else the FP32 path on the widened values.
 template <class Op, int kB>
@@ -367,9 +355,7 @@ FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32*
   float v[kB];
 #pragma unroll
   for (int i = 0; i < kB; ++i) v[i] = pair_value(p, i);
-  BlockScale f = b;  // pow2_block_scale leaves the factor out
-  if (!b.nan) f.factor = nx::pow2f(127 - static_cast<int>(b.code));
-  encode_block<Op, kB>(v, f, false, r, words);
+  encode_block<Op, kB>(v, b, false, r, words);
 }
 
 // Everything after the values: stats (unless given), global amax, scales, codes and stores of one
@@ -416,14 +402,11 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
       const u32 stat = stat_of(m[b]);
-      BlockScale sc;
-      if constexpr (kPairs) {
-        sc = pow2_block_scale<Op>(m[b]);
+      const BlockScale sc = group_scale<Op>(stat, s_enc, tl);
+      if constexpr (kPairs)
         encode_block_pairs<Op, kB>(pairs + b * (kB / 2), sc, rb + b * kB, words + b * (kB / 8));
-      } else {
-        sc = group_scale<Op>(stat, s_enc, tl);
+      else
         encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
-      }
       if constexpr (kDefer)
         deferred->scales[b] = sc.code;
       else if (c0 + b * kB < c0 + n)

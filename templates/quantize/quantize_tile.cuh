@@ -488,6 +488,9 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   }
   typename TilePass<Cfg>::Walk at(pass, t0, tstep);
   int stage = 0;
+  // Code rows whose 16-byte stores need no alignment test (with the tile's bounds: `whole`).
+  const bool aligned =
+      (!kRows || a.row.row_bytes % 16 == 0) && (!kCols || a.col.row_bytes % 16 == 0);
   for (i64 t = t0; t < tiles; t += tstep, at.next(), ahead_at.next()) {
     // The slot of the tile quantized last round takes the tile kStages - 1 rounds ahead.
     const i64 ahead = t + (kStages - 1) * tstep;
@@ -528,12 +531,9 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
             tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
       }
     };
-    bool whole = true;
-    if constexpr (kRows)
-      whole = i0 + kTM <= a.row.rows && j0 + kTN <= a.row.cols && a.row.row_bytes % 16 == 0;
-    if constexpr (kCols)
-      whole =
-          whole && j0 + kTN <= a.col.rows && i0 + kTM <= a.col.cols && a.col.row_bytes % 16 == 0;
+    bool whole = aligned;
+    if constexpr (kRows) whole = whole && i0 + kTM <= a.row.rows && j0 + kTN <= a.row.cols;
+    if constexpr (kCols) whole = whole && j0 + kTN <= a.col.rows && i0 + kTM <= a.col.cols;
     if (whole)
       units(true);
     else
