@@ -1,5 +1,6 @@
-// The C API's operations: quantize, quantize_pair, dequantize, gemm and dge. Each converts and
-// checks its arguments (c_tensor.hpp), then calls the Engine with the handle's lock held.
+// The C API's operations: quantize, quantize_pair, dequantize, gemm, dge and the linear step. Each
+// converts and checks its arguments (c_tensor.hpp), then calls the Engine with the handle's lock
+// held.
 #include "capi/c_api.hpp"
 #include "capi/c_tensor.hpp"
 
@@ -137,6 +138,58 @@ fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* recipe, con
     const TensorView vo = to_view(out, "dge output", b, engine->device);
     std::lock_guard lock(engine->mutex);
     engine->engine.dge(recipe->recipe, vw, vo, stream);
+  });
+}
+
+fp4jit_status fp4jit_linear_buffers_query(const fp4jit_recipe* recipe, int64_t tokens, int64_t in,
+                                          int64_t out, fp4jit_linear_buffers* buffers) {
+  return guard([&] {
+    require(recipe, "recipe");
+    require(buffers, "linear buffers output");
+    const LinearBuffers b = Engine::linear_buffers(recipe->recipe, LinearShape{tokens, in, out});
+    *buffers =
+        fp4jit_linear_buffers{b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes};
+  });
+}
+
+fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                    const fp4jit_tensor* x, const fp4jit_tensor* w,
+                                    const fp4jit_tensor* bias, const fp4jit_tensor* y,
+                                    uint64_t seed_x, uint64_t seed_w, void* saved, void* scratch,
+                                    void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const BackendKind b = engine->engine.backend();
+    const int dev = engine->device;
+    const TensorView vx = to_view(x, "linear forward input X", b, dev);
+    const TensorView vw = to_view(w, "linear forward weight W", b, dev);
+    const TensorView vy = to_view(y, "linear forward output Y", b, dev);
+    const float* vb =
+        bias != nullptr ? to_vector_f32(bias, "linear forward bias", vw.rows, b, dev) : nullptr;
+    std::lock_guard lock(engine->mutex);
+    engine->engine.linear_forward(recipe->recipe, vx, vw, vb, vy, seed_x, seed_w, saved, scratch,
+                                  stream);
+  });
+}
+
+fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in,
+                                     const fp4jit_tensor* dy, const void* saved, void* scratch,
+                                     const fp4jit_tensor* dx, const fp4jit_tensor* dw,
+                                     uint64_t seed_dy, void* stream) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const BackendKind b = engine->engine.backend();
+    const int dev = engine->device;
+    const TensorView vdy = to_view(dy, "linear backward gradient dY", b, dev);
+    const TensorView vdx =
+        dx != nullptr ? to_view(dx, "linear backward output dX", b, dev) : TensorView{};
+    const TensorView vdw =
+        dw != nullptr ? to_view(dw, "linear backward output dW", b, dev) : TensorView{};
+    std::lock_guard lock(engine->mutex);
+    engine->engine.linear_backward(recipe->recipe, in, vdy, saved, scratch, vdx, vdw, seed_dy,
+                                   stream);
   });
 }
 

@@ -71,6 +71,20 @@ struct GemmEpilogue {
   TensorView occ_weight{};
 };
 
+// A linear layer Y = X W^T [+ bias], X [tokens, in], W [out, in], whose training step runs as
+// one call forward and one backward (Engine::linear_forward / linear_backward): what a framework
+// layer does with quantize_pair and gemm, without a call per operand.
+struct LinearShape {
+  std::int64_t tokens = 0, in = 0, out = 0;
+};
+// Bytes of the caller-provided buffers (backend memory, 256-byte aligned) of a linear step:
+//   saved      X^T and W^T quantized by the forward, read by the backward (kept between them);
+//   forward    X and W quantized for fprop (free once the forward's work is done);
+//   backward   dY and dY^T quantized (free once the backward's work is done).
+struct LinearBuffers {
+  std::int64_t saved_bytes = 0, forward_scratch_bytes = 0, backward_scratch_bytes = 0;
+};
+
 struct EngineOptions {
   BackendKind backend = BackendKind::automatic;
   int device = 0;          // CUDA device ordinal
@@ -117,6 +131,22 @@ class Engine {
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
             const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue = {},
             void* stream = nullptr);
+
+  // A linear layer's step in two calls. The recipe's operands as quantize_pair and gemm make
+  // them, with seeds seed_x / seed_w / seed_dy at offset 0 (results equal those calls' bit for
+  // bit). Recipes with OCC on x or DGE / Q-EMA on w are refused (Error(unsupported)): their
+  // extra steps take the per-operation calls. Buffers: linear_buffers(), 256-byte aligned.
+  static LinearBuffers linear_buffers(const Recipe& recipe, const LinearShape& shape);
+  // y [tokens, out] = X W^T [+ bias (float32 [out], or null)]; saved null: no backward follows
+  // (X and W quantized row-wise only).
+  void linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
+                      const float* bias, const TensorView& y, std::uint64_t seed_x,
+                      std::uint64_t seed_w, void* saved, void* scratch, void* stream = nullptr);
+  // dx [tokens, in] and dw [out, in] from dy [tokens, out] and the forward's saved buffer; a
+  // view with null data is not computed (at least one must be given).
+  void linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
+                       const void* saved, void* scratch, const TensorView& dx, const TensorView& dw,
+                       std::uint64_t seed_dy, void* stream = nullptr);
 
  private:
   std::unique_ptr<Backend> backend_;

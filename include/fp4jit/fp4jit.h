@@ -304,6 +304,41 @@ FP4JIT_API fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe*
 FP4JIT_API fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* recipe,
                                     const fp4jit_tensor* w, const fp4jit_tensor* out, void* stream);
 
+/* ---- a linear layer's step, one call each way ------------------------------------------ */
+
+/* Y = X W^T [+ bias], X [tokens, in], W [out, in]. The forward quantizes X and W (both copies
+ * where a backward follows) and runs fprop; the backward quantizes dY and runs dgrad and wgrad,
+ * reading X^T and W^T from the forward's `saved` buffer. Results equal those of quantize_pair
+ * and gemm with the same seeds (offset 0) bit for bit. Recipes with OCC on x or DGE / Q-EMA on w
+ * are refused with FP4JIT_ERROR_UNSUPPORTED: they take the per-operation calls. Buffers are the
+ * caller's, in the backend's memory, 256-byte aligned, of the sizes below: `saved` lives from a
+ * forward to its backward; each scratch buffer only until the call's work is done (on its stream). */
+typedef struct fp4jit_linear_buffers {
+  int64_t saved_bytes;
+  int64_t forward_scratch_bytes;
+  int64_t backward_scratch_bytes;
+} fp4jit_linear_buffers;
+
+FP4JIT_API fp4jit_status fp4jit_linear_buffers_query(const fp4jit_recipe* recipe, int64_t tokens,
+                                                     int64_t in, int64_t out,
+                                                     fp4jit_linear_buffers* buffers);
+
+/* y [tokens, out] (float32, bfloat16 or float16); bias float32 [out] or NULL; saved NULL: no
+ * backward follows. */
+FP4JIT_API fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                               const fp4jit_tensor* x, const fp4jit_tensor* w,
+                                               const fp4jit_tensor* bias, const fp4jit_tensor* y,
+                                               uint64_t seed_x, uint64_t seed_w, void* saved,
+                                               void* scratch, void* stream);
+
+/* dx [tokens, in] and dw [out, in] (either may be NULL, not both) from dy [tokens, out]. */
+FP4JIT_API fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine,
+                                                const fp4jit_recipe* recipe, int64_t in,
+                                                const fp4jit_tensor* dy, const void* saved,
+                                                void* scratch, const fp4jit_tensor* dx,
+                                                const fp4jit_tensor* dw, uint64_t seed_dy,
+                                                void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -11,6 +11,7 @@ Operands (roles) of a linear layer Y = X W^T, X [tokens, in], W [out, in]: x, w 
 (dgrad), dyt, xt (wgrad); each role is quantized from the tensor as given (X, W or dY).
 """
 
+import collections
 import ctypes
 import types
 
@@ -32,6 +33,8 @@ __all__ = [
     "dequantize",
     "gemm",
     "dge",
+    "linear_buffers",
+    "LinearBuffers",
     "default_engine",
 ]
 
@@ -71,6 +74,7 @@ class Recipe:
         self.canonical = _lib.lib.fp4jit_recipe_canonical(handle).decode()
         self.hash = _lib.lib.fp4jit_recipe_hash(handle).decode()
         self.preset = _lib.lib.fp4jit_recipe_preset(handle).decode()
+        self._layouts = {}
 
     def __del__(self):
         handle = getattr(self, "_handle", None)
@@ -108,11 +112,19 @@ def _recipe(r):
 
 class Layout(types.SimpleNamespace):
     """rows, cols (the operand, K-major), row_bytes, code_bytes, scale_rows, scale_cols,
-    scale_count, scale_is_code, two_level, scale_bytes, occ, transposed, residual_capacity."""
+    scale_count, scale_is_code, two_level, scale_bytes, occ, transposed, residual_capacity.
+    Read-only: a recipe hands the same object to every caller that asks for the same operand."""
+
+    def __setattr__(self, name, value):
+        raise AttributeError("fp4jit.Layout is read-only")
 
 
 def layout(recipe, role, rows, cols):
     recipe = _recipe(recipe)
+    key = (role, int(rows), int(cols))
+    cached = recipe._layouts.get(key)
+    if cached is not None:
+        return cached
     l = _lib.Layout()
     _lib.check(
         _lib.lib.fp4jit_layout_query(recipe._handle, _role(role), int(rows), int(cols), ctypes.byref(l))
@@ -120,7 +132,28 @@ def layout(recipe, role, rows, cols):
     out = {name: int(getattr(l, name)) for name, _ in _lib.Layout._fields_}
     for flag in ("scale_is_code", "two_level", "occ", "transposed"):
         out[flag] = bool(out[flag])
-    return Layout(**out)
+    if len(recipe._layouts) >= 4096:  # bounded: token counts can vary without end
+        recipe._layouts.clear()
+    recipe._layouts[key] = Layout(**out)
+    return recipe._layouts[key]
+
+
+LinearBuffers = collections.namedtuple("LinearBuffers", "saved_bytes forward_scratch_bytes backward_scratch_bytes")
+
+
+def linear_buffers(recipe, tokens, in_features, out_features):
+    """Buffer sizes of a linear step (Engine.linear_forward / linear_backward); raises Error
+    UNSUPPORTED for recipes whose extra steps (OCC on x, DGE or Q-EMA on w) the step has not."""
+    recipe = _recipe(recipe)
+    key = ("linear", int(tokens), int(in_features), int(out_features))
+    cached = recipe._layouts.get(key)
+    if cached is None:
+        b = _lib.LinearBuffers()
+        _lib.check(_lib.lib.fp4jit_linear_buffers_query(recipe._handle, key[1], key[2], key[3], ctypes.byref(b)))
+        if len(recipe._layouts) >= 4096:
+            recipe._layouts.clear()
+        cached = recipe._layouts[key] = LinearBuffers(b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes)
+    return cached
 
 
 class QuantizedTensor:
@@ -142,27 +175,58 @@ class QuantizedTensor:
         self.shape = (layout_.rows, layout_.cols)
         self._alloc = alloc
         l = layout_
-        self.codes = alloc.empty((l.rows, l.row_bytes), "uint8")
-        self.scales = alloc.empty((l.scale_rows, l.scale_cols), "uint8" if l.scale_is_code else "float32")
-        self.tensor_scale = alloc.empty((1,), "float32")
-        self.amax = alloc.empty((1,), "float32")
+        # One allocation holds every array (each part 256-byte aligned); the arrays themselves are
+        # views made when first asked for: a training step never needs them, only the pointers.
         cap = max(l.residual_capacity, 1) if l.occ else 0
-        self.residual_index = alloc.empty((cap,), "int64") if l.occ else None
-        self.residual_value = alloc.empty((cap,), "float32") if l.occ else None
-        self.residual_count = alloc.empty((1,), "int64") if l.occ else None
-        p = alloc.pointer
+        parts = [
+            ("codes", max(l.code_bytes, l.rows * l.row_bytes), (l.rows, l.row_bytes), "uint8"),
+            ("scales", l.scale_bytes, (l.scale_rows, l.scale_cols), "uint8" if l.scale_is_code else "float32"),
+            ("tensor_scale", 4, (1,), "float32"),
+            ("amax", 4, (1,), "float32"),
+        ]
+        if l.occ:
+            parts += [
+                ("residual_index", 8 * cap, (cap,), "int64"),
+                ("residual_value", 4 * cap, (cap,), "float32"),
+                ("residual_count", 8, (1,), "int64"),
+            ]
+        self._parts, offset = {}, 0
+        for name, nbytes, shape, dtype in parts:
+            self._parts[name] = (offset, shape, dtype)
+            offset += -(-max(nbytes, 1) // 256) * 256
+        self._buffer = alloc.empty((offset,), "uint8")
+        base = alloc.pointer(self._buffer)
+        at = {name: base + off for name, (off, _, _) in self._parts.items()}
         self.struct = _lib.Quantized(
-            p(self.codes),
+            at["codes"],
             l.code_bytes,
-            p(self.scales),
+            at["scales"],
             l.scale_bytes,
-            p(self.tensor_scale),
-            p(self.amax),
-            p(self.residual_index) if l.occ else None,
-            p(self.residual_value) if l.occ else None,
-            p(self.residual_count) if l.occ else None,
+            at["tensor_scale"],
+            at["amax"],
+            at.get("residual_index"),
+            at.get("residual_value"),
+            at.get("residual_count"),
             cap,
         )
+
+    def _part(self, name):
+        view = self.__dict__.get("_view_" + name)
+        if view is None:
+            if name not in self._parts:
+                return None
+            offset, shape, dtype = self._parts[name]
+            view = self._alloc.part(self._buffer, offset, shape, dtype)
+            self.__dict__["_view_" + name] = view
+        return view
+
+    codes = property(lambda self: self._part("codes"))
+    scales = property(lambda self: self._part("scales"))
+    tensor_scale = property(lambda self: self._part("tensor_scale"))
+    amax = property(lambda self: self._part("amax"))
+    residual_index = property(lambda self: self._part("residual_index"))
+    residual_value = property(lambda self: self._part("residual_value"))
+    residual_count = property(lambda self: self._part("residual_count"))
 
     def ref(self):
         return ctypes.byref(self.struct)
@@ -335,6 +399,58 @@ class Engine:
             )
         )
         return out
+
+    # ---- a linear layer's step, one call each way ----
+
+    def linear_buffers(self, recipe, tokens, in_features, out_features):
+        """Bytes of the buffers of linear_forward / linear_backward for Y [tokens, out] = X W^T:
+        a LinearBuffers with saved_bytes (X^T and W^T quantized, kept from a forward to its
+        backward), forward_scratch_bytes and backward_scratch_bytes."""
+        return linear_buffers(recipe, tokens, in_features, out_features)
+
+    def linear_forward(self, recipe, x, w, y, bias=None, seed_x=0, seed_w=0, saved=None, scratch=None,
+                       stream=None):
+        """y [tokens, out] = X W^T [+ bias] with X and W quantized as the recipe says (both copies
+        when `saved` is given: the backward's X^T and W^T go there). saved / scratch: uint8
+        arrays in the engine's memory of linear_buffers' sizes (256-byte aligned). Equal to
+        quantize_pair + gemm("fprop") with the same seeds, bit for bit."""
+        recipe = _recipe(recipe)
+        s = _arrays.stream_handle(stream, y)
+        vx = _arrays.view(x, "linear_forward x", s)
+        vw = _arrays.view(w, "linear_forward w", s)
+        vy = _arrays.view(y, "linear_forward y", s)
+        vb = _arrays.view(bias, "linear_forward bias", s) if bias is not None else None
+        b = linear_buffers(recipe, vx.rows, vx.cols, vw.rows)
+        p_saved = None if saved is None else _arrays.buffer_pointer(saved, "linear_forward saved", b.saved_bytes)
+        p_scratch = _arrays.buffer_pointer(scratch, "linear_forward scratch", b.forward_scratch_bytes)
+        _lib.check(
+            _lib.lib.fp4jit_linear_forward(
+                self._handle, recipe._handle, vx.ref(), vw.ref(), vb.ref() if vb is not None else None, vy.ref(),
+                int(seed_x) & (2**64 - 1), int(seed_w) & (2**64 - 1), p_saved, p_scratch, s,
+            )
+        )
+        return y
+
+    def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None):
+        """dx [tokens, in] and / or dw [out, in] from dy [tokens, out] and the forward's `saved`
+        buffer. Equal to quantize_pair("dy") + gemm("dgrad") / gemm("wgrad") bit for bit."""
+        recipe = _recipe(recipe)
+        if dx is None and dw is None:
+            raise Error("INVALID_ARGUMENT", "linear_backward: neither dx nor dw is asked for")
+        s = _arrays.stream_handle(stream, dy)
+        vdy = _arrays.view(dy, "linear_backward dy", s)
+        vdx = _arrays.view(dx, "linear_backward dx", s) if dx is not None else None
+        vdw = _arrays.view(dw, "linear_backward dw", s) if dw is not None else None
+        b = linear_buffers(recipe, vdy.rows, in_features, vdy.cols)
+        p_saved = _arrays.buffer_pointer(saved, "linear_backward saved", b.saved_bytes)
+        p_scratch = _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes)
+        _lib.check(
+            _lib.lib.fp4jit_linear_backward(
+                self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_scratch,
+                vdx.ref() if vdx is not None else None, vdw.ref() if vdw is not None else None,
+                int(seed_dy) & (2**64 - 1), s,
+            )
+        )
 
     def dge(self, recipe, w, out=None, stream=None):
         """The DGE factor f'(W * sf) of the recipe's weight operand, float32, shaped like w."""

@@ -172,7 +172,40 @@ def view(obj, what, stream=None):
     )
 
 
+def buffer_pointer(obj, what, nbytes):
+    """The address of a caller-provided byte buffer (a NumPy, PyTorch or CuPy array, contiguous)
+    of at least `nbytes` bytes; its alignment is checked by the library."""
+    if obj is None:
+        raise _lib.Error("INVALID_ARGUMENT", "%s is None (%d bytes are needed)" % (what, nbytes))
+    if isinstance(obj, np.ndarray):
+        ok, size, ptr = obj.flags.c_contiguous, obj.nbytes, obj.ctypes.data
+    elif _is_torch(obj):
+        ok, size, ptr = obj.is_contiguous(), obj.numel() * obj.element_size(), obj.data_ptr()
+    elif _is_cupy(obj):
+        ok, size, ptr = obj.flags.c_contiguous, obj.nbytes, obj.data.ptr
+    else:
+        raise _lib.Error("INVALID_ARGUMENT", "%s: a %s is not a NumPy, PyTorch or CuPy array" % (what, type(obj).__name__))
+    if not ok:
+        raise _lib.Error("INVALID_ARGUMENT", "%s must be contiguous" % what)
+    if size < nbytes:
+        raise _lib.Error("INVALID_ARGUMENT", "%s holds %d bytes; %d are needed" % (what, size, nbytes))
+    return ptr
+
+
 # ---- output allocation ---------------------------------------------------------------------
+#
+# An allocator makes arrays in the memory of the input's framework: empty(shape, dtype), and
+# part(buf, offset, shape, dtype), a view of `shape` into the uint8 array `buf` from byte
+# `offset` (which the caller aligns for dtype), so one allocation can hold several outputs.
+
+_ITEMSIZE = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4, "int64": 8}
+
+
+def _count(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 class NumpyAlloc:
@@ -195,6 +228,10 @@ class NumpyAlloc:
     def pointer(self, a):
         return a.ctypes.data
 
+    def part(self, buf, offset, shape, dtype):
+        n = _count(shape) * _ITEMSIZE[dtype]
+        return buf[offset : offset + n].view(dtype).reshape(shape)
+
     def to_numpy(self, a):
         return a
 
@@ -213,6 +250,10 @@ class TorchAlloc:
 
     def pointer(self, t):
         return t.data_ptr()
+
+    def part(self, buf, offset, shape, dtype):
+        n = _count(shape) * _ITEMSIZE[dtype]
+        return buf[offset : offset + n].view(getattr(self.torch, dtype)).view(tuple(shape))
 
     def to_numpy(self, t):
         return t.detach().cpu().numpy()
@@ -234,6 +275,10 @@ class CupyAlloc:
 
     def pointer(self, a):
         return a.data.ptr
+
+    def part(self, buf, offset, shape, dtype):
+        n = _count(shape) * _ITEMSIZE[dtype]
+        return buf[offset : offset + n].view(dtype).reshape(tuple(shape))
 
     def to_numpy(self, a):
         return self.cupy.asnumpy(a)

@@ -154,6 +154,14 @@ class GemmEpilogue(ctypes.Structure):
     ]
 
 
+class LinearBuffers(ctypes.Structure):
+    _fields_ = [
+        ("saved_bytes", ctypes.c_int64),
+        ("forward_scratch_bytes", ctypes.c_int64),
+        ("backward_scratch_bytes", ctypes.c_int64),
+    ]
+
+
 class Error(RuntimeError):
     """An fp4jit call failed; `status` is the C status name (e.g. "INVALID_ARGUMENT")."""
 
@@ -205,7 +213,7 @@ def _load():
     )
 
 
-def _declare(lib):
+def _declare(lib, path):
     P = ctypes.POINTER
     vp = ctypes.c_void_p
     sigs = {
@@ -261,15 +269,33 @@ def _declare(lib):
             ],
         ),
         "fp4jit_dge": (ctypes.c_int, [vp, vp, P(Tensor), P(Tensor), vp]),
+        "fp4jit_linear_buffers_query": (
+            ctypes.c_int,
+            [vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, P(LinearBuffers)],
+        ),
+        "fp4jit_linear_forward": (
+            ctypes.c_int,
+            [vp, vp, P(Tensor), P(Tensor), P(Tensor), P(Tensor), ctypes.c_uint64, ctypes.c_uint64, vp, vp, vp],
+        ),
+        "fp4jit_linear_backward": (
+            ctypes.c_int,
+            [vp, vp, ctypes.c_int64, P(Tensor), vp, vp, P(Tensor), P(Tensor), ctypes.c_uint64, vp],
+        ),
     }
     for name, (restype, argtypes) in sigs.items():
-        fn = getattr(lib, name)
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise ImportError(
+                "fp4jit: %s has no %s: the library is older than this package (rebuild or reinstall "
+                "one of them)" % (path, name)
+            ) from None
         fn.restype = restype
         fn.argtypes = argtypes
 
 
 lib, path = _load()
-_declare(lib)
+_declare(lib, path)
 if lib.fp4jit_abi_version() != ABI_VERSION:
     raise ImportError(
         "fp4jit: %s has C ABI version %d; this package needs %d (rebuild or reinstall one of them)"

@@ -54,7 +54,8 @@ def _mix(*values):
 
 def engine_for(device):
     """The engine for tensors on `device`: cuda on its ordinal, else the host backend."""
-    device = torch.device(device)
+    if not isinstance(device, torch.device):
+        device = torch.device(device)
     key = (device.type, device.index or 0)
     e = _engines.get(key)
     if e is None:
@@ -74,7 +75,26 @@ def engine_for(device):
 
 
 def _stream(device):
-    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    """PyTorch's current CUDA stream on `device` as a CUstream (0 for the CPU)."""
+    if device.type != "cuda":
+        return 0
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if _raw_stream is not None:  # the handle without making a Stream object (a step calls it twice)
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _byte_buffer(nbytes, device):
+    """A uint8 buffer of nbytes on device, 256-byte aligned (the linear step's buffers): PyTorch's
+    CUDA allocations already are; its CPU ones are 64-byte aligned, so those take a slice."""
+    t = torch.empty(max(nbytes, 1) + (0 if device.type == "cuda" else 255), dtype=torch.uint8, device=device)
+    skew = (-t.data_ptr()) % 256
+    if skew == 0 and device.type == "cuda":
+        return t
+    return t[skew : skew + max(nbytes, 1)]
 
 
 class _Plan:
@@ -100,6 +120,9 @@ class _Plan:
                     % (in_features, out_features, recipe.text, e),
                 ) from None
         self._tokens = {}
+        # One library call each way (Engine.linear_forward / linear_backward) unless the recipe
+        # has steps that call does not take: OCC compensation on x, DGE on w.
+        self.fused = not (self.ops["x"].occ or self.ops["w"].dge)
 
     def fits(self, tokens):
         try:
@@ -138,22 +161,29 @@ class _LinearFunction(torch.autograd.Function):
         padded = plan.padded(tokens, x.device)
         if padded != tokens:
             x = torch.nn.functional.pad(x, (0, 0, 0, padded - tokens))
-        if backward:  # the transposed copies for dgrad and wgrad, from the same reads
+        out_dtype = x.dtype
+        if x.is_cuda and torch.is_autocast_enabled("cuda"):
+            out_dtype = torch.get_autocast_dtype("cuda")
+        y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
+        b = None if bias is None else bias.to(torch.float32).contiguous()  # no grad mode in here
+        qxt = qwt = saved = None
+        if plan.fused:
+            sizes = engine.linear_buffers(recipe, padded, plan.in_features, plan.out_features)
+            saved = _byte_buffer(sizes.saved_bytes, x.device) if backward else None
+            scratch = _byte_buffer(sizes.forward_scratch_bytes, x.device)
+            engine.linear_forward(recipe, x, weight, y, bias=b, seed_x=seeds["x"], seed_w=seeds["w"], saved=saved,
+                                  scratch=scratch, stream=stream)
+        elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
         else:
             qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
-            qxt = qwt = None
-        out_dtype = x.dtype
-        if x.is_cuda and torch.is_autocast_enabled("cuda"):
-            out_dtype = torch.get_autocast_dtype("cuda")
-        y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
-        b = None if bias is None else bias.detach().to(torch.float32).contiguous()
-        occ_w = weight if plan.ops["x"].occ else None
-        engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
+        if not plan.fused:
+            occ_w = weight if plan.ops["x"].occ else None
+            engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
         ctx.layer, ctx.seeds, ctx.tokens, ctx.padded = layer, seeds, tokens, padded
-        ctx.qxt, ctx.qwt = qxt, qwt
+        ctx.qxt, ctx.qwt, ctx.saved_q = qxt, qwt, saved
         ctx.x_dtype = x.dtype
         ctx.has_bias = bias is not None
         ctx.bias_dtype = None if bias is None else bias.dtype
@@ -171,25 +201,37 @@ class _LinearFunction(torch.autograd.Function):
             dy_full = torch.nn.functional.pad(dy, (0, 0, 0, ctx.padded - ctx.tokens))
         else:
             dy_full = dy
-        qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
         dx = dw = db = None
-        if ctx.needs_input_grad[0]:
+        want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        w_dtype = ctx.layer.weight.dtype
+        if want_dx:
             dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dy.device)
-            engine.gemm("dgrad", qdy, ctx.qwt, out=dx, stream=stream)
+        if plan.fused:
+            if want_dx or want_dw:
+                if want_dw:
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
+                sizes = engine.linear_buffers(recipe, ctx.padded, plan.in_features, plan.out_features)
+                scratch = _byte_buffer(sizes.backward_scratch_bytes, dy.device)
+                engine.linear_backward(recipe, plan.in_features, dy_full, ctx.saved_q, scratch, dx=dx, dw=dw,
+                                       seed_dy=ctx.seeds["dy"], stream=stream)
+        else:
+            qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
+            if want_dx:
+                engine.gemm("dgrad", qdy, ctx.qwt, out=dx, stream=stream)
+            if want_dw:
+                if weight is not None:  # DGE: dW * f'(W sf), in FP32 before the cast
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dy.device)
+                    engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+                    dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
+                    dw = dw.to(w_dtype)
+                else:
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
+                    engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+        if dx is not None and ctx.padded != ctx.tokens:
             dx = dx[: ctx.tokens]
-        if ctx.needs_input_grad[1]:
-            w_dtype = ctx.layer.weight.dtype
-            if weight is not None:  # DGE: dW * f'(W sf), in FP32 before the cast
-                dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dy.device)
-                engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
-                dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
-                dw = dw.to(w_dtype)
-            else:
-                dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
-                engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
-        ctx.qxt = ctx.qwt = None
+        ctx.qxt = ctx.qwt = ctx.saved_q = None
         return dx, dw, db, None, None, None
 
 

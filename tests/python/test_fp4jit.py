@@ -238,6 +238,84 @@ class Gemm(unittest.TestCase):
         self.assertTrue(np.all((a > 0) & (a <= 3.0)))
 
 
+def aligned_bytes(n):
+    """A uint8 NumPy buffer of n bytes at a 256-byte boundary (the linear step's buffers)."""
+    raw = np.zeros(n + 256, dtype=np.uint8)
+    skew = (-raw.ctypes.data) % 256
+    return raw[skew : skew + n]
+
+
+class LinearStep(unittest.TestCase):
+    """Engine.linear_forward / linear_backward against quantize_pair + gemm: the same bytes."""
+
+    tokens, fin, fout = 64, 128, 96
+
+    def operands(self):
+        x, w = sample(self.tokens, self.fin, 20), sample(self.fout, self.fin, 21, False) * 0.1
+        dy, bias = sample(self.tokens, self.fout, 22), np.linspace(-2, 2, self.fout).astype(np.float32)
+        return x, w, dy, bias
+
+    def test_equals_the_per_operation_calls(self):
+        x, w, dy, bias = self.operands()
+        for preset in ("mxfp4", "nvfp4", "tetrajet", "ue5m3"):
+            with self.subTest(preset=preset):
+                r = fp4jit.Recipe(preset)
+                qx, qxt = HOST.quantize_pair(r, "x", x, seed=11)
+                qw, qwt = HOST.quantize_pair(r, "w", w, seed=12)
+                qdy, qdyt = HOST.quantize_pair(r, "dy", dy, seed=13)
+                y_ref = HOST.gemm("fprop", qx, qw, bias=bias)
+                dx_ref, dw_ref = HOST.gemm("dgrad", qdy, qwt), HOST.gemm("wgrad", qdyt, qxt)
+
+                b = HOST.linear_buffers(r, self.tokens, self.fin, self.fout)
+                self.assertGreater(b.saved_bytes, qxt.codes.nbytes + qwt.codes.nbytes)
+                saved = aligned_bytes(b.saved_bytes)
+                y = np.full((self.tokens, self.fout), np.nan, dtype=np.float32)
+                HOST.linear_forward(r, x, w, y, bias=bias, seed_x=11, seed_w=12, saved=saved,
+                                    scratch=aligned_bytes(b.forward_scratch_bytes))
+                np.testing.assert_array_equal(y, y_ref)
+                dx = np.full((self.tokens, self.fin), np.nan, dtype=np.float32)
+                dw = np.full((self.fout, self.fin), np.nan, dtype=np.float32)
+                HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dx=dx, dw=dw,
+                                     seed_dy=13)
+                np.testing.assert_array_equal(dx, dx_ref)
+                np.testing.assert_array_equal(dw, dw_ref)
+                # Either gradient alone, and a forward with no backward to follow.
+                dw_only = np.full_like(dw, np.nan)
+                HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dw=dw_only,
+                                     seed_dy=13)
+                np.testing.assert_array_equal(dw_only, dw_ref)
+                dx_only = np.full_like(dx, np.nan)
+                HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dx=dx_only,
+                                     seed_dy=13)
+                np.testing.assert_array_equal(dx_only, dx_ref)
+                y_inf = np.full_like(y, np.nan)
+                HOST.linear_forward(r, x, w, y_inf, bias=bias, seed_x=11, seed_w=12,
+                                    scratch=aligned_bytes(b.forward_scratch_bytes))
+                np.testing.assert_array_equal(y_inf, y_ref)
+
+    def test_errors(self):
+        x, w, dy, bias = self.operands()
+        with self.assertRaisesRegex(fp4jit.Error, "OCC") as cm:
+            HOST.linear_buffers("msfp4", self.tokens, self.fin, self.fout)
+        self.assertEqual(cm.exception.status, "UNSUPPORTED")
+        b = HOST.linear_buffers("mxfp4", self.tokens, self.fin, self.fout)
+        y = np.empty((self.tokens, self.fout), dtype=np.float32)
+        with self.assertRaisesRegex(fp4jit.Error, "scratch holds %d bytes; %d are needed" % (
+                b.forward_scratch_bytes - 1, b.forward_scratch_bytes)):
+            HOST.linear_forward("mxfp4", x, w, y, scratch=aligned_bytes(b.forward_scratch_bytes - 1))
+        misaligned = aligned_bytes(b.forward_scratch_bytes + 8)[8:]
+        with self.assertRaisesRegex(fp4jit.Error, "256-byte aligned"):
+            HOST.linear_forward("mxfp4", x, w, y, scratch=misaligned)
+        with self.assertRaisesRegex(fp4jit.Error, "W must be \\[out, in\\]"):
+            HOST.linear_forward("mxfp4", x, sample(self.fout, 64, 1), y, scratch=aligned_bytes(1 << 20))
+        saved = aligned_bytes(b.saved_bytes)
+        with self.assertRaisesRegex(fp4jit.Error, "neither dx nor dw"):
+            HOST.linear_backward("mxfp4", self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes))
+        with self.assertRaisesRegex(fp4jit.Error, "gemm: output must be \\[64, 128\\]"):
+            HOST.linear_backward("mxfp4", self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes),
+                                 dx=np.empty((self.tokens, 64), dtype=np.float32))
+
+
 class Errors(unittest.TestCase):
     def check(self, fn, status, needle):
         with self.assertRaises(fp4jit.Error) as cm:

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Where the time of one FP4 linear layer's forward + backward goes, kernel by kernel.
+
+    FP4JIT_LIBRARY=... PYTHONPATH=python python3 bench/torch_linear_profile.py \\
+        --shapes 8192x4096x4096 --recipes bf16,mxfp4,nvfp4
+
+For each shape (TOKENSxOUTxIN) and layer (bf16: torch.nn.Linear; else fp4jit.torch.Linear with
+that recipe), after warm-up runs, records --iters forward + backward calls with the PyTorch
+profiler and prints, per call: the GPU span (first kernel start to last kernel end), the time
+the GPU runs kernels (union of their intervals), the idle gaps between them (host work the GPU
+waits for), and each kernel's median duration and count. --out writes the same as JSON.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+import time
+
+import torch
+
+import fp4jit
+import fp4jit.torch as fp4
+
+_host_us = {}
+
+
+def _timed(name, fn):
+    """Wraps an Engine method: its host time per call (perf_counter) and a profiler range."""
+
+    def wrapper(*args, **kwargs):
+        what = "%s %s" % (name, args[1] if name == "gemm" else args[2] if len(args) > 2 else "")
+        t0 = time.perf_counter()
+        with torch.profiler.record_function("fp4jit." + what):
+            r = fn(*args, **kwargs)
+        _host_us.setdefault(what, []).append((time.perf_counter() - t0) * 1e6)
+        return r
+
+    return wrapper
+
+
+for _name in ("quantize", "quantize_pair", "gemm", "dge"):
+    setattr(fp4jit.Engine, _name, _timed(_name, getattr(fp4jit.Engine, _name)))
+
+
+def kernel_events(trace_path):
+    with open(trace_path) as f:
+        trace = json.load(f)
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")]
+    return sorted(events, key=lambda e: e["ts"])
+
+
+def split_calls(events, calls):
+    """Kernels of each call: the profiler marks calls with record_function ranges on the host,
+    whose GPU work is found through the correlation of launches; simpler and robust here: the
+    calls are separated by a synchronization, so the largest gaps between kernels split them."""
+    if calls <= 1 or len(events) < calls:
+        return [events]
+    gaps = sorted(((events[i + 1]["ts"] - (events[i]["ts"] + events[i]["dur"]), i) for i in range(len(events) - 1)),
+                  reverse=True)[: calls - 1]
+    cuts = sorted(i for _, i in gaps)
+    out, start = [], 0
+    for c in cuts:
+        out.append(events[start : c + 1])
+        start = c + 1
+    out.append(events[start:])
+    return out
+
+
+def summarize(call):
+    start = call[0]["ts"]
+    end = max(e["ts"] + e["dur"] for e in call)
+    busy, cur_s, cur_e = 0.0, None, None
+    for e in call:
+        s, t = e["ts"], e["ts"] + e["dur"]
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                busy += cur_e - cur_s
+            cur_s, cur_e = s, t
+        else:
+            cur_e = max(cur_e, t)
+    busy += cur_e - cur_s
+    return end - start, busy
+
+
+def profile_layer(layer, x, dy, warmup, iters):
+    for _ in range(warmup):
+        layer(x).backward(dy)
+    torch.cuda.synchronize()
+    _host_us.clear()
+    host_total = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                layer(x).backward(dy)
+                host_total.append((time.perf_counter() - t0) * 1e6)
+                torch.cuda.synchronize()
+        prof.export_chrome_trace(path)
+        events = kernel_events(path)
+    host = {n: {"calls_per_step": len(v) / iters, "median_us": statistics.median(v)} for n, v in _host_us.items()}
+    host["forward+backward (enqueue)"] = {"calls_per_step": 1, "median_us": statistics.median(host_total)}
+    calls = split_calls(events, iters)
+    spans, busies = zip(*(summarize(c) for c in calls))
+    per_kernel = {}
+    for c in calls:
+        for e in c:
+            per_kernel.setdefault(e["name"], []).append(e["dur"])
+    kernels = sorted(
+        ({"name": n, "per_call": len(d) / len(calls), "median_us": statistics.median(d), "total_us_per_call": sum(d) / len(calls)}
+         for n, d in per_kernel.items()),
+        key=lambda k: -k["total_us_per_call"],
+    )
+    median_call = sorted(calls, key=lambda c: summarize(c)[0])[len(calls) // 2]
+    timeline, prev_end = [], None
+    for e in median_call:
+        gap = 0.0 if prev_end is None else e["ts"] - prev_end
+        timeline.append({"gap_before_us": gap, "us": e["dur"], "name": e["name"]})
+        prev_end = e["ts"] + e["dur"] if prev_end is None else max(prev_end, e["ts"] + e["dur"])
+    return {"span_us": statistics.median(spans), "busy_us": statistics.median(busies), "kernels": kernels,
+            "timeline": timeline, "host": host}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="8192x4096x4096")
+    ap.add_argument("--recipes", default="bf16,mxfp4,nvfp4")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--timeline", action="store_true", help="print the median call's kernels in order, with the gaps")
+    ap.add_argument("--cprofile", action="store_true", help="also run the calls under cProfile: the host's Python and C time by function")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("torch_linear_profile: no CUDA device", file=sys.stderr)
+        return 2
+    results = []
+    for shape in args.shapes.split(","):
+        tokens, fout, fin = (int(v) for v in shape.split("x"))
+        x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
+        for recipe in args.recipes.split(","):
+            if recipe == "bf16":
+                layer = torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16)
+            else:
+                layer = fp4.Linear(fin, fout, recipe=recipe, device="cuda", dtype=torch.bfloat16)
+            r = profile_layer(layer, x, dy, args.warmup, args.iters)
+            r.update(shape=shape, layer=recipe)
+            results.append(r)
+            print("%s %s: GPU span %.1f us, kernels busy %.1f us, idle %.1f us" %
+                  (shape, recipe, r["span_us"], r["busy_us"], r["span_us"] - r["busy_us"]))
+            for n, h in r["host"].items():
+                print("  host %-28s x%-4g %8.1f us median" % (n, h["calls_per_step"], h["median_us"]))
+            if args.timeline:
+                for t in r["timeline"]:
+                    print("    gap %7.1f  run %7.1f  %s" % (t["gap_before_us"], t["us"], t["name"][:90]))
+            for k in r["kernels"]:
+                print("  %8.1f us  x%-4g %8.1f us median  %s" % (k["total_us_per_call"], k["per_call"], k["median_us"], k["name"][:110]))
+            if args.cprofile and recipe != "bf16":
+                import cProfile
+                import pstats
+
+                pr = cProfile.Profile()
+                pr.enable()
+                for _ in range(args.iters):
+                    layer(x).backward(dy)
+                    torch.cuda.synchronize()
+                pr.disable()
+                pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+            del layer
+            torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

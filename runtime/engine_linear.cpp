@@ -1,0 +1,139 @@
+// Engine::linear_forward / linear_backward: a linear layer's quantize passes and GEMMs in one
+// call each way, their operands carved from caller-provided buffers.
+#include <cstdint>
+
+#include "runtime/backend.hpp"
+
+namespace fp4jit {
+
+namespace {
+
+constexpr std::int64_t kAlign = 256;
+
+std::int64_t align_up(std::int64_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
+
+// Hands out an operand's buffers from `base` (null: only counts the bytes).
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<std::uint8_t*>(base)) {}
+  QuantizedView take(const QuantLayout& l) {
+    QuantizedView q;
+    q.codes = at<std::uint8_t>(l.code_bytes());
+    q.scales = at<void>(l.scale_count() * (l.scale_is_code ? 1 : 4));
+    q.tensor_scale = at<float>(4);
+    q.amax = at<float>(4);
+    return q;
+  }
+  std::int64_t bytes() const { return used_; }
+
+ private:
+  template <class T>
+  T* at(std::int64_t bytes) {
+    T* p = base_ == nullptr ? nullptr : reinterpret_cast<T*>(base_ + used_);
+    used_ += align_up(bytes > 0 ? bytes : 1);
+    return p;
+  }
+  std::uint8_t* base_;
+  std::int64_t used_ = 0;
+};
+
+void check_supported(const Recipe& recipe) {
+  if (recipe[Role::x].occ)
+    fail(ErrorKind::unsupported,
+         "linear step: recipe '{}' compensates OCC on x; use quantize_pair and gemm (with the "
+         "epilogue's occ_weight)",
+         recipe.preset);
+  if (recipe[Role::w].dge || recipe[Role::w].qema)
+    fail(ErrorKind::unsupported,
+         "linear step: recipe '{}' has DGE or Q-EMA on w; use quantize_pair, gemm and dge",
+         recipe.preset);
+}
+
+void check_buffer(const void* p, std::string_view what) {
+  if (p == nullptr) fail(ErrorKind::invalid_argument, "linear step: {} buffer is null", what);
+  if (reinterpret_cast<std::uintptr_t>(p) % kAlign != 0)
+    fail(ErrorKind::invalid_argument, "linear step: {} buffer ({}) must be {}-byte aligned", what,
+         p, kAlign);
+}
+
+struct Operands {
+  QuantizedView x, w, xt, wt, dy, dyt;
+};
+
+// The same carving for sizes and for use: saved = xt, wt; forward = x, w; backward = dy, dyt.
+LinearBuffers carve(const Recipe& r, const LinearShape& s, void* saved, void* fwd, void* bwd,
+                    Operands* o) {
+  Carver cs(saved), cf(fwd), cb(bwd);
+  Operands tmp;
+  Operands& q = o != nullptr ? *o : tmp;
+  q.xt = cs.take(quant_layout(r, Role::xt, s.tokens, s.in));
+  q.wt = cs.take(quant_layout(r, Role::wt, s.out, s.in));
+  q.x = cf.take(quant_layout(r, Role::x, s.tokens, s.in));
+  q.w = cf.take(quant_layout(r, Role::w, s.out, s.in));
+  q.dy = cb.take(quant_layout(r, Role::dy, s.tokens, s.out));
+  q.dyt = cb.take(quant_layout(r, Role::dyt, s.tokens, s.out));
+  return {cs.bytes(), cf.bytes(), cb.bytes()};
+}
+
+}  // namespace
+
+LinearBuffers Engine::linear_buffers(const Recipe& recipe, const LinearShape& shape) {
+  check_supported(recipe);
+  if (shape.tokens <= 0 || shape.in <= 0 || shape.out <= 0)
+    fail(ErrorKind::invalid_argument,
+         "linear step: tokens, in and out must be positive, got {} x {} x {}", shape.tokens,
+         shape.in, shape.out);
+  return carve(recipe, shape, nullptr, nullptr, nullptr, nullptr);
+}
+
+void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
+                            const float* bias, const TensorView& y, std::uint64_t seed_x,
+                            std::uint64_t seed_w, void* saved, void* scratch, void* stream) {
+  const LinearShape s{x.rows, x.cols, w.rows};
+  linear_buffers(recipe, s);
+  if (w.cols != x.cols)
+    fail(ErrorKind::invalid_argument,
+         "linear forward: X is [{}, {}] but W is [{}, {}] (W must be [out, in])", x.rows, x.cols,
+         w.rows, w.cols);
+  check_buffer(scratch, "forward scratch");
+  if (saved != nullptr) check_buffer(saved, "saved");
+  Operands q;
+  carve(recipe, s, saved, scratch, nullptr, &q);
+  if (saved != nullptr) {
+    quantize_pair(recipe, Role::x, x, q.x, q.xt, QuantizeArgs{seed_x, 0}, stream);
+    quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
+  } else {
+    quantize(recipe, Role::x, x, q.x, QuantizeArgs{seed_x, 0}, stream);
+    quantize(recipe, Role::w, w, q.w, QuantizeArgs{seed_w, 0}, stream);
+  }
+  GemmEpilogue e;
+  e.bias = bias;
+  gemm(recipe, GemmOp::fprop, q.x, q.w, GemmShape{s.tokens, s.out, s.in}, y, e, stream);
+}
+
+void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
+                             const void* saved, void* scratch, const TensorView& dx,
+                             const TensorView& dw, std::uint64_t seed_dy, void* stream) {
+  const LinearShape s{dy.rows, in, dy.cols};
+  linear_buffers(recipe, s);
+  if (dx.data == nullptr && dw.data == nullptr)
+    fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
+  check_buffer(saved, "saved");
+  check_buffer(scratch, "backward scratch");
+  Operands q;
+  carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, &q);
+  const QuantizeArgs args{seed_dy, 0};
+  // dY^T only from the pair: a recipe may derive it from the row-wise copy (requant).
+  if (dw.data != nullptr)
+    quantize_pair(recipe, Role::dy, dy, q.dy, q.dyt, args, stream);
+  else
+    quantize(recipe, Role::dy, dy, q.dy, args, stream);
+  if (dx.data != nullptr)
+    gemm(recipe, GemmOp::dgrad, q.dy, q.wt, GemmShape{s.tokens, s.in, s.out}, dx, {}, stream);
+  if (dw.data != nullptr)
+    gemm(recipe, GemmOp::wgrad, q.dyt, q.xt, GemmShape{s.out, s.in, s.tokens}, dw, {}, stream);
+}
+
+}  // namespace fp4jit
