@@ -8,7 +8,9 @@ For each shape (TOKENSxOUTxIN) and layer (bf16: torch.nn.Linear; else fp4jit.tor
 that recipe), after warm-up runs, records --iters forward + backward calls with the PyTorch
 profiler and prints, per call: the GPU span (first kernel start to last kernel end), the time
 the GPU runs kernels (union of their intervals), the idle gaps between them (host work the GPU
-waits for), and each kernel's median duration and count. --out writes the same as JSON.
+waits for), the host time of each Engine call (under the profiler, which slows the host), and
+each kernel's median duration and count; then, without the profiler, the host time to enqueue a
+step while the GPU is kept busy. --out writes the same as JSON.
 """
 import argparse
 import json
@@ -52,20 +54,19 @@ def kernel_events(trace_path):
     return sorted(events, key=lambda e: e["ts"])
 
 
-def split_calls(events, calls):
-    """Kernels of each call: the profiler marks calls with record_function ranges on the host,
-    whose GPU work is found through the correlation of launches; simpler and robust here: the
-    calls are separated by a synchronization, so the largest gaps between kernels split them."""
-    if calls <= 1 or len(events) < calls:
-        return [events]
-    gaps = sorted(((events[i + 1]["ts"] - (events[i]["ts"] + events[i]["dur"]), i) for i in range(len(events) - 1)),
-                  reverse=True)[: calls - 1]
-    cuts = sorted(i for _, i in gaps)
-    out, start = [], 0
-    for c in cuts:
-        out.append(events[start : c + 1])
-        start = c + 1
-    out.append(events[start:])
+def split_calls(events):
+    """The kernels of each call: the calls are separated by a marker (a short sleep kernel
+    launched after each call's synchronization), which is left out."""
+    out, cur = [], []
+    for e in events:
+        if "spin_kernel" in e["name"]:
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(e)
+    if cur:
+        out.append(cur)
     return out
 
 
@@ -85,6 +86,27 @@ def summarize(call):
     return end - start, busy
 
 
+def host_enqueue_us(layer, x, dy, steps=10, rounds=3):
+    """Host time of one forward + backward while the GPU is kept busy (a sleep kernel queued
+    first, so no launch waits for the GPU): what the host needs to enqueue a step."""
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda._sleep(1_000_000)
+    torch.cuda.synchronize()
+    cycles_per_s = 1_000_000 / (time.perf_counter() - t0)
+    best = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(cycles_per_s * 0.005 * steps))  # 5 ms a step: more than any enqueue
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            layer(x).backward(dy)
+        best.append((time.perf_counter() - t0) * 1e6 / steps)
+    torch.cuda.synchronize()
+    return min(best)
+
+
 def profile_layer(layer, x, dy, warmup, iters):
     for _ in range(warmup):
         layer(x).backward(dy)
@@ -99,11 +121,12 @@ def profile_layer(layer, x, dy, warmup, iters):
                 layer(x).backward(dy)
                 host_total.append((time.perf_counter() - t0) * 1e6)
                 torch.cuda.synchronize()
+                torch.cuda._sleep(1000)  # the marker between calls (split_calls)
         prof.export_chrome_trace(path)
         events = kernel_events(path)
     host = {n: {"calls_per_step": len(v) / iters, "median_us": statistics.median(v)} for n, v in _host_us.items()}
     host["forward+backward (enqueue)"] = {"calls_per_step": 1, "median_us": statistics.median(host_total)}
-    calls = split_calls(events, iters)
+    calls = split_calls(events)
     spans, busies = zip(*(summarize(c) for c in calls))
     per_kernel = {}
     for c in calls:
@@ -148,10 +171,11 @@ def main(argv=None):
             else:
                 layer = fp4.Linear(fin, fout, recipe=recipe, device="cuda", dtype=torch.bfloat16)
             r = profile_layer(layer, x, dy, args.warmup, args.iters)
-            r.update(shape=shape, layer=recipe)
+            r.update(shape=shape, layer=recipe, host_enqueue_us=host_enqueue_us(layer, x, dy))
             results.append(r)
-            print("%s %s: GPU span %.1f us, kernels busy %.1f us, idle %.1f us" %
-                  (shape, recipe, r["span_us"], r["busy_us"], r["span_us"] - r["busy_us"]))
+            print("%s %s: GPU span %.1f us, kernels busy %.1f us, idle %.1f us; host enqueue of a step "
+                  "(GPU busy, no profiler) %.1f us" % (shape, recipe, r["span_us"], r["busy_us"],
+                                                       r["span_us"] - r["busy_us"], r["host_enqueue_us"]))
             for n, h in r["host"].items():
                 print("  host %-28s x%-4g %8.1f us median" % (n, h["calls_per_step"], h["median_us"]))
             if args.timeline:
