@@ -23,7 +23,8 @@ class Carver {
     q.codes = at<std::uint8_t>(l.code_bytes());
     q.scales = at<void>(l.scale_count() * (l.scale_is_code ? 1 : 4));
     q.tensor_scale = at<float>(4);
-    q.amax = at<float>(4);
+    // No amax output: nothing reads it here, and without it the kernels skip its reduction (and
+    // the CUDA backend its zeroing). Codes, scales and tensor scales do not depend on it.
     return q;
   }
   std::int64_t bytes() const { return used_; }
