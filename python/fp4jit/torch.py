@@ -38,17 +38,20 @@ _layer_ids = itertools.count()
 _engines = {}
 
 
+def _mix_one(h, v):
+    """One splitmix64 round of _mix: the state after mixing integer v into state h."""
+    h = ((h ^ (int(v) & _MASK64)) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
 def _mix(*values):
     """A 64-bit hash of integers (splitmix64 over their sequence): seeds per layer, step and
     tensor that are the same on every rank and every run."""
     h = 0x9E3779B97F4A7C15
     for v in values:
-        h = (h ^ (int(v) & _MASK64)) & _MASK64
-        h = (h + 0x9E3779B97F4A7C15) & _MASK64
-        z = h
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-        h = z ^ (z >> 31)
+        h = _mix_one(h, v)
     return h
 
 
@@ -275,7 +278,9 @@ class Linear(nn.Linear):
     def seeds(self, step=None):
         """The stochastic-rounding seeds of X, W and dY at `step` (default: the next step)."""
         step = self.step if step is None else step
-        return {role: _mix(self.seed, step, index) for role, index in _ROLE_INDEX.items()}
+        # _mix(seed, step, index) with the (seed, step) prefix mixed once: a step asks for three.
+        h = _mix_one(_mix_one(0x9E3779B97F4A7C15, self.seed), step)
+        return {role: _mix_one(h, index) for role, index in _ROLE_INDEX.items()}
 
     def forward(self, x):
         shape = x.shape
