@@ -119,8 +119,11 @@ fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp
       else if (epilogue->beta != 0.0f)
         fail(ErrorKind::invalid_argument, "gemm: beta is {} but the epilogue's c is NULL",
              epilogue->beta);
-      if (epilogue->bias != nullptr)
-        e.bias = to_vector_f32(epilogue->bias, "gemm epilogue bias", n, bk, dev);
+      if (epilogue->bias != nullptr) {
+        const TensorView vb = to_vector(epilogue->bias, "gemm epilogue bias", n, bk, dev);
+        e.bias = vb.data;
+        e.bias_dtype = vb.dtype;
+      }
       if (occ) e.occ_weight = to_view(epilogue->occ_weight, "gemm epilogue occ_weight", bk, dev);
     }
     std::lock_guard lock(engine->mutex);
@@ -165,11 +168,11 @@ fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* 
     const TensorView vx = to_view(x, "linear forward input X", b, dev);
     const TensorView vw = to_view(w, "linear forward weight W", b, dev);
     const TensorView vy = to_view(y, "linear forward output Y", b, dev);
-    const float* vb =
-        bias != nullptr ? to_vector_f32(bias, "linear forward bias", vw.rows, b, dev) : nullptr;
+    const TensorView vb =
+        bias != nullptr ? to_vector(bias, "linear forward bias", vw.rows, b, dev) : TensorView{};
     std::lock_guard lock(engine->mutex);
-    engine->engine.linear_forward(recipe->recipe, vx, vw, vb, vy, seed_x, seed_w, saved, scratch,
-                                  stream);
+    engine->engine.linear_forward(recipe->recipe, vx, vw, vb.data, vb.dtype, vy, seed_x, seed_w,
+                                  saved, scratch, stream);
   });
 }
 

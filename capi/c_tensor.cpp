@@ -119,15 +119,13 @@ TensorView to_view(const fp4jit_tensor* t, std::string_view what, BackendKind ba
   return TensorView{t->data, dtype, rows, cols, row_stride == cols ? 0 : row_stride};
 }
 
-const float* to_vector_f32(const fp4jit_tensor* t, std::string_view what, std::int64_t n,
-                           BackendKind backend, int device) {
+TensorView to_vector(const fp4jit_tensor* t, std::string_view what, std::int64_t n,
+                     BackendKind backend, int device) {
   const TensorView v = to_view(t, what, backend, device);
-  if (v.dtype != DType::f32)
-    fail(ErrorKind::invalid_argument, "{}: must be float32, got {}", what, name(v.dtype));
   if (v.rows * v.cols != n || (v.rows != 1 && v.cols != 1) || v.row_stride != 0)
     fail(ErrorKind::invalid_argument,
          "{}: must be a contiguous vector of {} elements, got [{}, {}]", what, n, v.rows, v.cols);
-  return static_cast<const float*>(v.data);
+  return v;
 }
 
 QuantizedView to_quantized(const fp4jit_quantized* q, const QuantLayout& l, bool occ,

@@ -13,9 +13,9 @@ namespace fp4jit::capi {
 // A tensor used as a matrix [rows, cols]: cols = the last dimension (stride 1), rows = the
 // product of the others (collapsible into one row stride). `what` names it in errors.
 TensorView to_view(const fp4jit_tensor* t, std::string_view what, BackendKind backend, int device);
-// A 1-D float32 tensor of n elements (the GEMM bias).
-const float* to_vector_f32(const fp4jit_tensor* t, std::string_view what, std::int64_t n,
-                           BackendKind backend, int device);
+// A contiguous vector of n float32, bfloat16 or float16 elements (a GEMM bias).
+TensorView to_vector(const fp4jit_tensor* t, std::string_view what, std::int64_t n,
+                     BackendKind backend, int device);
 // A quantized operand's buffers, checked against its layout (sizes, alignment, required
 // pointers).
 QuantizedView to_quantized(const fp4jit_quantized* q, const QuantLayout& layout, bool occ,

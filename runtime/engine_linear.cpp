@@ -90,8 +90,9 @@ LinearBuffers Engine::linear_buffers(const Recipe& recipe, const LinearShape& sh
 }
 
 void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
-                            const float* bias, const TensorView& y, std::uint64_t seed_x,
-                            std::uint64_t seed_w, void* saved, void* scratch, void* stream) {
+                            const void* bias, DType bias_dtype, const TensorView& y,
+                            std::uint64_t seed_x, std::uint64_t seed_w, void* saved, void* scratch,
+                            void* stream) {
   const LinearShape s{x.rows, x.cols, w.rows};
   linear_buffers(recipe, s);
   if (w.cols != x.cols)
@@ -111,6 +112,7 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
   }
   GemmEpilogue e;
   e.bias = bias;
+  e.bias_dtype = bias_dtype;
   gemm(recipe, GemmOp::fprop, q.x, q.w, GemmShape{s.tokens, s.out, s.in}, y, e, stream);
 }
 

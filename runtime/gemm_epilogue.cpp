@@ -46,9 +46,10 @@ float tensor_value(const TensorView& t, std::int64_t row, std::int64_t col) {
 void write_gemm_row(std::int64_t row, const double* acc, const GemmEpilogue& e,
                     const TensorView& out) {
   const bool use_c = e.beta != 0.0f && e.c.data != nullptr;
+  const TensorView bias{const_cast<void*>(e.bias), e.bias_dtype, 1, out.cols, 0};
   for (std::int64_t j = 0; j < out.cols; ++j) {
     double v = static_cast<double>(e.alpha) * acc[j];
-    if (e.bias != nullptr) v += e.bias[j];
+    if (e.bias != nullptr) v += tensor_value(bias, 0, j);
     if (use_c) v += static_cast<double>(e.beta) * tensor_value(e.c, row, j);
     store(out, row * stride_of(out) + j, v);
   }

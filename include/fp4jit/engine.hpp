@@ -64,7 +64,8 @@ struct GemmEpilogue {
   float alpha = 1.0f;
   float beta = 0.0f;  // beta != 0 needs c
   TensorView c{};     // [M, N] in the output's dtype; may be the output itself (accumulation)
-  const float* bias = nullptr;  // [N] float32, or null
+  const void* bias = nullptr;     // [N] of bias_dtype (float32, bfloat16 or float16), or null
+  DType bias_dtype = DType::f32;  // added in FP32
   // OCC compensation, for recipes whose A operand has occ=on (msfp4 fprop): R is A's sparse
   // residual (the residual_* buffers of the A view) and W the weight in high precision, [N, K]
   // (float32, bfloat16 or float16). data == nullptr: no compensation.
@@ -137,10 +138,10 @@ class Engine {
   // bit). Recipes with OCC on x or DGE / Q-EMA on w are refused (Error(unsupported)): their
   // extra steps take the per-operation calls. Buffers: linear_buffers(), 256-byte aligned.
   static LinearBuffers linear_buffers(const Recipe& recipe, const LinearShape& shape);
-  // y [tokens, out] = X W^T [+ bias (float32 [out], or null)]; saved null: no backward follows
-  // (X and W quantized row-wise only).
+  // y [tokens, out] = X W^T [+ bias ([out] of bias_dtype, or null)]; saved null: no backward
+  // follows (X and W quantized row-wise only).
   void linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
-                      const float* bias, const TensorView& y, std::uint64_t seed_x,
+                      const void* bias, DType bias_dtype, const TensorView& y, std::uint64_t seed_x,
                       std::uint64_t seed_w, void* saved, void* scratch, void* stream = nullptr);
   // dx [tokens, in] and dw [out, in] from dy [tokens, out] and the forward's saved buffer; a
   // view with null data is not computed (at least one must be given).

@@ -283,7 +283,7 @@ typedef struct fp4jit_gemm_epilogue {
   float alpha;               /* 1 */
   float beta;                /* 0; non-zero needs c */
   const fp4jit_tensor* c;    /* [M, N] in the output's dtype; may alias the output */
-  const fp4jit_tensor* bias; /* [N] float32, or NULL */
+  const fp4jit_tensor* bias; /* [N] float32, bfloat16 or float16, or NULL */
   /* OCC compensation, for recipes whose A operand has occ (msfp4 fprop): R is A's residual and
    * W this tensor, the weight in high precision [N, K] (float32, bfloat16 or float16). */
   const fp4jit_tensor* occ_weight;
@@ -323,8 +323,8 @@ FP4JIT_API fp4jit_status fp4jit_linear_buffers_query(const fp4jit_recipe* recipe
                                                      int64_t in, int64_t out,
                                                      fp4jit_linear_buffers* buffers);
 
-/* y [tokens, out] (float32, bfloat16 or float16); bias float32 [out] or NULL; saved NULL: no
- * backward follows. */
+/* y [tokens, out] (float32, bfloat16 or float16); bias [out] (float32, bfloat16 or float16) or
+ * NULL; saved NULL: no backward follows. */
 FP4JIT_API fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* recipe,
                                                const fp4jit_tensor* x, const fp4jit_tensor* w,
                                                const fp4jit_tensor* bias, const fp4jit_tensor* y,

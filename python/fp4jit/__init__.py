@@ -367,8 +367,9 @@ class Engine:
     def gemm(self, op, a, b, out=None, dtype="float32", alpha=1.0, beta=0.0, c=None, bias=None,
              occ_weight=None, stream=None):
         """out [M, N] = alpha * (deq(a) deq(b)^T [+ R occ_weight^T]) [+ bias] [+ beta * c] for
-        op fprop (a: x, b: w), dgrad (dy, wt) or wgrad (dyt, xt). bias: float32 [N]; occ_weight:
-        the weight in high precision [N, K] for OCC compensation (a's recipe has occ)."""
+        op fprop (a: x, b: w), dgrad (dy, wt) or wgrad (dyt, xt). bias: [N], float32, bfloat16 or
+        float16 (added in FP32); occ_weight: the weight in high precision [N, K] for OCC
+        compensation (a's recipe has occ)."""
         if op not in _lib.GEMMS:
             raise Error("INVALID_ARGUMENT", "unknown GEMM %r (valid: fprop, dgrad, wgrad)" % (op,))
         for name, q in (("a", a), ("b", b)):

@@ -88,6 +88,7 @@ def _stream(device):
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_BIAS_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _byte_buffer(nbytes, device):
@@ -168,7 +169,9 @@ class _LinearFunction(torch.autograd.Function):
         if x.is_cuda and torch.is_autocast_enabled("cuda"):
             out_dtype = torch.get_autocast_dtype("cuda")
         y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
-        b = None if bias is None else bias.to(torch.float32).contiguous()  # no grad mode in here
+        b = None  # added in FP32 by the GEMM epilogue from its own dtype (no grad mode in here)
+        if bias is not None:
+            b = bias.contiguous() if bias.dtype in _BIAS_DTYPES else bias.to(torch.float32).contiguous()
         qxt = qwt = saved = None
         if plan.fused:
             sizes = engine.linear_buffers(recipe, padded, plan.in_features, plan.out_features)

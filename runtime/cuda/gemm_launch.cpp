@@ -79,6 +79,9 @@ gemm::GemmParams gemm_params(const GemmPlan& plan, const GemmLayouts& l, const Q
   p.beta = e.beta;
   p.tensor_factor = 1.0f;
   p.bias = e.bias;
+  p.bias_type = static_cast<int>(e.bias_dtype == DType::bf16  ? gemm::BiasType::bf16
+                                 : e.bias_dtype == DType::f16 ? gemm::BiasType::f16
+                                                              : gemm::BiasType::f32);
   if (e.beta != 0.0f) {
     p.c = e.c.data;
     p.ldc = stride_of(e.c);
@@ -108,7 +111,7 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   check_alignment(a.scales, l.a.scale_is_code ? 1 : 4, "operand A scales");
   check_alignment(b.scales, l.b.scale_is_code ? 1 : 4, "operand B scales");
   check_alignment(out.data, dtype_size(out.dtype), "output");
-  check_alignment(epilogue.bias, 4, "bias");
+  check_alignment(epilogue.bias, dtype_size(epilogue.bias_dtype), "bias");
 
   std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
   if (!tuned && info_.target == "sm_90a") {

@@ -18,8 +18,16 @@ __device__ __forceinline__ float load_out(const void* c, long long idx) {
   }
 }
 
+// bias[n] as float, of any BiasType (GemmParams::bias_type, uniform across the grid).
+__device__ __forceinline__ float load_bias(const void* bias, int type, long long n) {
+  if (type == static_cast<int>(BiasType::bf16)) return load_out<OutType::bf16>(bias, n);
+  if (type == static_cast<int>(BiasType::f16)) return load_out<OutType::f16>(bias, n);
+  return load_out<OutType::f32>(bias, n);
+}
+
 template <OutType kOut>
-__device__ __forceinline__ void store_pair(void* d, long long idx, float x0, float x1, bool has1, bool vec) {
+__device__ __forceinline__ void store_pair(void* d, long long idx, float x0, float x1, bool has1,
+                                           bool vec) {
   if constexpr (kOut == OutType::f32) {
     float* p = static_cast<float*>(d) + idx;
     if (has1 && vec) {

@@ -18,6 +18,8 @@
 namespace fp4jit::gemm {
 
 enum class OutType : int { bf16 = 0, f16 = 1, f32 = 2 };
+// The bias's element type (zero, as in a zero-initialized GemmParams: float32).
+enum class BiasType : int { f32 = 0, bf16 = 1, f16 = 2 };
 
 struct GemmParams {
   int M, N, K;
@@ -35,9 +37,10 @@ struct GemmParams {
   const float* a_tensor_scale;
   const float* b_tensor_scale;
   float alpha, beta, tensor_factor;
-  const float* bias;  // [N] or null
-  const void* c;      // [M, ldc] of the output type, or null (beta ignored)
-  void* d;            // [M, ldd]
+  const void* bias;  // [N] of bias_type, or null
+  int bias_type;     // BiasType
+  const void* c;     // [M, ldc] of the output type, or null (beta ignored)
+  void* d;           // [M, ldd]
   long long ldc, ldd;
   // Split-K: splits > 1 needs workspace (tiles * splits * BLOCK_M * BLOCK_N floats) and zeroed
   // counters (one int per tile; the kernel leaves them zero again).

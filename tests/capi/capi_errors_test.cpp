@@ -125,12 +125,16 @@ TEST(CApi, BadGemmArgumentsAreNamed) {
   expect_error(fp4jit_gemm(e, r.r, FP4JIT_FPROP, &qx.q, &qw.q, 32, 32, 64, &out.t, &ep, nullptr),
                FP4JIT_ERROR_INVALID_ARGUMENT, "c is NULL");
   fp4jit_gemm_epilogue_init(&ep);
-  std::vector<uint16_t> bias(32);
-  int64_t bias_shape[1] = {32};
+  std::vector<uint16_t> bias(32);  // BF16 biases are taken; one of 31 elements is not
+  int64_t bias_shape[1] = {31};
   fp4jit_tensor bias_t{bias.data(), FP4JIT_BFLOAT16, 1, bias_shape, nullptr, FP4JIT_DEVICE_CPU, 0};
   ep.bias = &bias_t;
   expect_error(fp4jit_gemm(e, r.r, FP4JIT_FPROP, &qx.q, &qw.q, 32, 32, 64, &out.t, &ep, nullptr),
-               FP4JIT_ERROR_INVALID_ARGUMENT, "bias: must be float32");
+               FP4JIT_ERROR_INVALID_ARGUMENT, "bias: must be a contiguous vector of 32 elements");
+  bias_shape[0] = 32;
+  EXPECT_EQ(fp4jit_gemm(e, r.r, FP4JIT_FPROP, &qx.q, &qw.q, 32, 32, 64, &out.t, &ep, nullptr),
+            FP4JIT_OK)
+      << fp4jit_last_error();
   fp4jit_gemm_epilogue_init(&ep);
   ep.occ_weight = &w.t;
   expect_error(fp4jit_gemm(e, r.r, FP4JIT_FPROP, &qx.q, &qw.q, 32, 32, 64, &out.t, &ep, nullptr),

@@ -362,6 +362,21 @@ TEST_P(GpuGemmEpilogue, AlphaBiasBetaCAndOcc) {
             << " bf16_rel=" << std::sqrt(err16 / norm16) << "\n";
   EXPECT_LE(std::sqrt(err / norm), 1e-4);
   EXPECT_LE(std::sqrt(err16 / norm16), 4e-3);
+
+  // The same bias in BF16 (its values are exact there): the same output, bit for bit.
+  std::vector<std::uint16_t> bias16;
+  for (float v : bias) bias16.push_back(nx::float_to_bf16(v));
+  cuda::DeviceBuffer out_b = upload(c0.data), dbias16 = upload(bias16);
+  GemmEpilogue eb = e;
+  eb.bias = dbias16.get();
+  eb.bias_dtype = DType::bf16;
+  const TensorView obv{out_b.get(), DType::f32, sh.m, sh.n, ld};
+  eb.c = obv;
+  engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, obv, eb);
+  Gpu::get()->scope.synchronize();
+  std::vector<float> got_b(c0.data.size());
+  out_b.download(got_b.data(), got_b.size() * 4);
+  EXPECT_EQ(got_b, got) << "BF16 bias";
 }
 
 std::vector<GemmCase> epilogue_cases() {

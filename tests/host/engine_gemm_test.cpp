@@ -75,6 +75,26 @@ TEST_P(EngineGemm, HostMatchesReferenceWithTheWholeEpilogue) {
   }
   EXPECT_LT(rel_frobenius(out[1], out[0]), 1e-5) << GetParam().recipe << " " << name(op);
 
+  // A BF16 or FP16 bias of the same values (exact in both): the same result, bit for bit.
+  for (const DType bt : {DType::bf16, DType::f16}) {
+    std::vector<std::uint16_t> bias16;
+    const nx::MiniFloat half{5, 10, 15, true, nx::Special::ieee};
+    for (float v : bias)
+      bias16.push_back(bt == DType::bf16 ? nx::float_to_bf16(v)
+                                         : static_cast<std::uint16_t>(
+                                               nx::mf_encode(half, v, nx::Round::even, false)));
+    std::vector<float> again = c0.data;
+    GemmEpilogue e;
+    e.alpha = 0.75f;
+    e.beta = -1.5f;
+    e.c = TensorView{again.data(), DType::f32, s.m, s.n, 0};
+    e.bias = bias16.data();
+    e.bias_dtype = bt;
+    if (occ) e.occ_weight = weight.view();
+    engine(BackendKind::host).gemm(recipe, op, ba.view(), bb.view(), s, e.c, e, nullptr);
+    EXPECT_EQ(again, out[1]) << GetParam().recipe << " " << name(op) << " bias " << name(bt);
+  }
+
   // BF16 output, plain epilogue: one rounding of values that agree to ~1e-6.
   std::vector<std::uint16_t> h16[2];
   for (int b = 0; b < 2; ++b) {

@@ -214,6 +214,9 @@ class Gemm(unittest.TestCase):
         c = sample(32, 16, 12, False)
         y = HOST.gemm("fprop", qx, qw, alpha=0.5, beta=2.0, c=c, bias=bias)
         np.testing.assert_allclose(y, 0.5 * dx @ dw.T + bias + 2.0 * c, rtol=1e-5, atol=1e-5)
+        steps = ((np.arange(16) - 8) * 0.25).astype(np.float32)  # exact in float16
+        np.testing.assert_array_equal(HOST.gemm("fprop", qx, qw, bias=steps.astype(np.float16)),
+                                      HOST.gemm("fprop", qx, qw, bias=steps))
         if ml_dtypes is not None:
             yb = HOST.gemm("fprop", qx, qw, dtype="bfloat16")
             self.assertEqual(yb.dtype, ml_dtypes.bfloat16)
@@ -342,7 +345,8 @@ class Errors(unittest.TestCase):
         self.check(lambda: HOST.gemm("fprop", qa, qb), "INVALID_ARGUMENT", "different recipes")
         self.check(lambda: HOST.gemm("sideways", qa, qb), "INVALID_ARGUMENT", "unknown GEMM")
         qw = HOST.quantize("nvfp4", "w", x)
-        self.check(lambda: HOST.gemm("fprop", qa, qw, bias=np.zeros(32, np.float16)), "INVALID_ARGUMENT", "float32")
+        self.check(lambda: HOST.gemm("fprop", qa, qw, bias=np.zeros(7, np.float32)), "INVALID_ARGUMENT",
+                   "contiguous vector of %d elements" % qw.shape[0])
         self.check(lambda: HOST.gemm("fprop", qa, qw, out=np.zeros((32, 16), np.float32)), "INVALID_ARGUMENT", "output")
         self.check(lambda: fp4jit.Engine("gpu"), "INVALID_ARGUMENT", "unknown backend 'gpu'")
 

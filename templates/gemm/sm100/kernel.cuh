@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(192, 1)
           const int n = n0 + 32 * c + j;
           if (n >= p.N) break;
           float x = v[j] * base_f;
-          if (p.bias != nullptr) x += p.bias[n];
+          if (p.bias != nullptr) x += gemm::load_bias(p.bias, p.bias_type, n);
           const long long ci = static_cast<long long>(m) * p.ldc + n;
           if (p.c != nullptr && p.beta != 0.0f) x = fmaf(p.beta, gemm::load_out<Cfg::kOut>(p.c, ci), x);
           gemm::store_one<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x);

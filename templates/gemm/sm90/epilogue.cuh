@@ -53,8 +53,8 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
         if (has1) x1 *= p.b_row_scale[n + 1];
       }
       if (p.bias != nullptr) {
-        x0 += p.bias[n];
-        if (has1) x1 += p.bias[n + 1];
+        x0 += gemm::load_bias(p.bias, p.bias_type, n);
+        if (has1) x1 += gemm::load_bias(p.bias, p.bias_type, n + 1);
       }
       if (p.c != nullptr && p.beta != 0.0f) {
         const long long ci = static_cast<long long>(m) * p.ldc + n;
