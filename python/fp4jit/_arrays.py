@@ -25,28 +25,31 @@ def _is_cupy(obj):
     return type(obj).__module__.startswith("cupy")
 
 
+_INT64_ARRAYS = {}
+
+
+def _int64_array(n):
+    t = _INT64_ARRAYS.get(n)
+    if t is None:
+        t = _INT64_ARRAYS[n] = ctypes.c_int64 * n
+    return t
+
+
 class View:
     """An fp4jit_tensor over an array, keeping alive what it points into."""
 
     def __init__(self, data, dtype, shape, strides, device, device_id, keep):
-        self.shape = tuple(int(s) for s in shape)
-        self._shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
-        self._strides = None
-        if strides is not None:
-            self._strides = (ctypes.c_int64 * len(strides))(*[int(s) for s in strides])
+        # Called several times per library call: plain tuples of ints in (NumPy, PyTorch and the
+        # DLPack path give them), array types cached per rank.
+        self.shape = shape = tuple(shape)
+        array = _int64_array(len(shape))
+        self._shape = array(*shape)
+        self._strides = None if strides is None else array(*strides)
         self.dtype = dtype
         self.device = device
         self.device_id = device_id
         self.keep = keep
-        self.struct = _lib.Tensor(
-            data,
-            _lib.DTYPES[dtype],
-            len(self.shape),
-            self._shape,
-            self._strides,
-            device,
-            device_id,
-        )
+        self.struct = _lib.Tensor(data, _lib.DTYPES[dtype], len(shape), self._shape, self._strides, device, device_id)
 
     @property
     def rows(self):
@@ -86,18 +89,25 @@ def _numpy_view(a, what):
     return View(a.ctypes.data, name, a.shape, strides, _lib.DEVICE_CPU, 0, a)
 
 
+_TORCH_DTYPE_NAMES = {}  # torch.dtype -> name, filled as seen
+
+
 def _torch_view(t, what):
-    name = str(t.dtype).replace("torch.", "")
-    if name not in _DTYPE_OF_NUMPY:
-        raise _dtype_error(what, name)
+    name = _TORCH_DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        name = str(t.dtype).replace("torch.", "")
+        if name not in _DTYPE_OF_NUMPY:
+            raise _dtype_error(what, name)
+        _TORCH_DTYPE_NAMES[t.dtype] = name
     if t.dim() == 0:
         raise _lib.Error("INVALID_ARGUMENT", "%s: a 0-dimensional tensor" % what)
-    if t.device.type == "cuda":
-        device, index = _lib.DEVICE_CUDA, t.device.index or 0
-    elif t.device.type == "cpu":
+    where = t.device
+    if where.type == "cuda":
+        device, index = _lib.DEVICE_CUDA, where.index or 0
+    elif where.type == "cpu":
         device, index = _lib.DEVICE_CPU, 0
     else:
-        raise _lib.Error("INVALID_ARGUMENT", "%s: a tensor on %s (cpu or cuda only)" % (what, t.device))
+        raise _lib.Error("INVALID_ARGUMENT", "%s: a tensor on %s (cpu or cuda only)" % (what, where))
     return View(t.data_ptr(), name, t.shape, t.stride(), device, index, t)
 
 
