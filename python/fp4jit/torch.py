@@ -288,7 +288,8 @@ class Linear(nn.Linear):
 
     def forward(self, x):
         shape = x.shape
-        x2 = x.reshape(-1, shape[-1])
+        flat = len(shape) == 2  # [tokens, in] already: no reshapes (each is a dispatched op)
+        x2 = x if flat else x.reshape(-1, shape[-1])
         if not x2.is_contiguous():
             x2 = x2.contiguous()
         backward = torch.is_grad_enabled() and (
@@ -297,7 +298,7 @@ class Linear(nn.Linear):
         y = _LinearFunction.apply(x2, self.weight, self.bias, self, self.seeds(), backward)
         if self.training and torch.is_grad_enabled():
             self.step += 1
-        return y.reshape(*shape[:-1], self.out_features)
+        return y if flat else y.reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self):
         return "%s, recipe=%s" % (super().extra_repr(), self.recipe.text)
