@@ -33,7 +33,8 @@ def _timed(name, fn):
     """Wraps an Engine method: its host time per call (perf_counter) and a profiler range."""
 
     def wrapper(*args, **kwargs):
-        what = "%s %s" % (name, args[1] if name == "gemm" else args[2] if len(args) > 2 else "")
+        # the GEMM's op or the quantized role in the label
+        what = name + (" %s" % args[1] if name == "gemm" else " %s" % args[2] if name.startswith("quantize") else "")
         t0 = time.perf_counter()
         with torch.profiler.record_function("fp4jit." + what):
             r = fn(*args, **kwargs)
@@ -43,7 +44,7 @@ def _timed(name, fn):
     return wrapper
 
 
-for _name in ("quantize", "quantize_pair", "gemm", "dge"):
+for _name in ("quantize", "quantize_pair", "gemm", "dge", "linear_forward", "linear_backward"):
     setattr(fp4jit.Engine, _name, _timed(_name, getattr(fp4jit.Engine, _name)))
 
 
