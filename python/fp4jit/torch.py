@@ -93,12 +93,16 @@ _BIAS_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 def _byte_buffer(nbytes, device):
     """A uint8 buffer of nbytes on device, 256-byte aligned (the linear step's buffers): PyTorch's
-    CUDA allocations already are; its CPU ones are 64-byte aligned, so those take a slice."""
-    t = torch.empty(max(nbytes, 1) + (0 if device.type == "cuda" else 255), dtype=torch.uint8, device=device)
+    CUDA allocations already are; its CPU ones are 64-byte aligned, so those (and any other that is
+    not aligned) take an aligned slice of a larger one."""
+    n = max(nbytes, 1)
+    if device.type == "cuda":
+        t = torch.empty(n, dtype=torch.uint8, device=device)
+        if t.data_ptr() % 256 == 0:
+            return t
+    t = torch.empty(n + 255, dtype=torch.uint8, device=device)  # an allocator that does not align
     skew = (-t.data_ptr()) % 256
-    if skew == 0 and device.type == "cuda":
-        return t
-    return t[skew : skew + max(nbytes, 1)]
+    return t[skew : skew + n]
 
 
 class _Plan:
