@@ -63,12 +63,16 @@ struct Operands {
   QuantizedView x, w, xt, wt, dy, dyt;
 };
 
-// The same carving for sizes and for use: saved = xt, wt; forward = x, w; backward = dy, dyt.
+// The recipe and shape checked, then the same carving for sizes (null bases) and for use:
+// saved = xt, wt; forward = x, w; backward = dy, dyt.
 LinearBuffers carve(const Recipe& r, const LinearShape& s, void* saved, void* fwd, void* bwd,
-                    Operands* o) {
+                    Operands& q) {
+  check_supported(r);
+  if (s.tokens <= 0 || s.in <= 0 || s.out <= 0)
+    fail(ErrorKind::invalid_argument,
+         "linear step: tokens, in and out must be positive, got {} x {} x {}", s.tokens, s.in,
+         s.out);
   Carver cs(saved), cf(fwd), cb(bwd);
-  Operands tmp;
-  Operands& q = o != nullptr ? *o : tmp;
   q.xt = cs.take(quant_layout(r, Role::xt, s.tokens, s.in));
   q.wt = cs.take(quant_layout(r, Role::wt, s.out, s.in));
   q.x = cf.take(quant_layout(r, Role::x, s.tokens, s.in));
@@ -81,12 +85,8 @@ LinearBuffers carve(const Recipe& r, const LinearShape& s, void* saved, void* fw
 }  // namespace
 
 LinearBuffers Engine::linear_buffers(const Recipe& recipe, const LinearShape& shape) {
-  check_supported(recipe);
-  if (shape.tokens <= 0 || shape.in <= 0 || shape.out <= 0)
-    fail(ErrorKind::invalid_argument,
-         "linear step: tokens, in and out must be positive, got {} x {} x {}", shape.tokens,
-         shape.in, shape.out);
-  return carve(recipe, shape, nullptr, nullptr, nullptr, nullptr);
+  Operands sizes_only;
+  return carve(recipe, shape, nullptr, nullptr, nullptr, sizes_only);
 }
 
 void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
@@ -94,15 +94,14 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
                             std::uint64_t seed_x, std::uint64_t seed_w, void* saved, void* scratch,
                             void* stream) {
   const LinearShape s{x.rows, x.cols, w.rows};
-  linear_buffers(recipe, s);
+  Operands q;
+  carve(recipe, s, saved, scratch, nullptr, q);
   if (w.cols != x.cols)
     fail(ErrorKind::invalid_argument,
          "linear forward: X is [{}, {}] but W is [{}, {}] (W must be [out, in])", x.rows, x.cols,
          w.rows, w.cols);
   check_buffer(scratch, "forward scratch");
   if (saved != nullptr) check_buffer(saved, "saved");
-  Operands q;
-  carve(recipe, s, saved, scratch, nullptr, &q);
   if (saved != nullptr) {
     quantize_pair(recipe, Role::x, x, q.x, q.xt, QuantizeArgs{seed_x, 0}, stream);
     quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
@@ -120,13 +119,12 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
                              const void* saved, void* scratch, const TensorView& dx,
                              const TensorView& dw, std::uint64_t seed_dy, void* stream) {
   const LinearShape s{dy.rows, in, dy.cols};
-  linear_buffers(recipe, s);
+  Operands q;
+  carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
   if (dx.data == nullptr && dw.data == nullptr)
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
   check_buffer(saved, "saved");
   check_buffer(scratch, "backward scratch");
-  Operands q;
-  carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, &q);
   const QuantizeArgs args{seed_dy, 0};
   // dY^T only from the pair: a recipe may derive it from the row-wise copy (requant).
   if (dw.data != nullptr)

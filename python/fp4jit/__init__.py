@@ -74,7 +74,16 @@ class Recipe:
         self.canonical = _lib.lib.fp4jit_recipe_canonical(handle).decode()
         self.hash = _lib.lib.fp4jit_recipe_hash(handle).decode()
         self.preset = _lib.lib.fp4jit_recipe_preset(handle).decode()
-        self._layouts = {}
+        self._cache = {}  # layouts and linear buffer sizes by their arguments (_cached)
+
+    def _cached(self, key, make):
+        """make(), remembered under key; bounded, since token counts can vary without end."""
+        value = self._cache.get(key)
+        if value is None:
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            value = self._cache[key] = make()
+        return value
 
     def __del__(self):
         handle = getattr(self, "_handle", None)
@@ -121,21 +130,18 @@ class Layout(types.SimpleNamespace):
 
 def layout(recipe, role, rows, cols):
     recipe = _recipe(recipe)
-    key = (role, int(rows), int(cols))
-    cached = recipe._layouts.get(key)
-    if cached is not None:
-        return cached
-    l = _lib.Layout()
-    _lib.check(
-        _lib.lib.fp4jit_layout_query(recipe._handle, _role(role), int(rows), int(cols), ctypes.byref(l))
-    )
-    out = {name: int(getattr(l, name)) for name, _ in _lib.Layout._fields_}
-    for flag in ("scale_is_code", "two_level", "occ", "transposed"):
-        out[flag] = bool(out[flag])
-    if len(recipe._layouts) >= 4096:  # bounded: token counts can vary without end
-        recipe._layouts.clear()
-    recipe._layouts[key] = Layout(**out)
-    return recipe._layouts[key]
+
+    def query():
+        l = _lib.Layout()
+        _lib.check(
+            _lib.lib.fp4jit_layout_query(recipe._handle, _role(role), int(rows), int(cols), ctypes.byref(l))
+        )
+        out = {name: int(getattr(l, name)) for name, _ in _lib.Layout._fields_}
+        for flag in ("scale_is_code", "two_level", "occ", "transposed"):
+            out[flag] = bool(out[flag])
+        return Layout(**out)
+
+    return recipe._cached((role, int(rows), int(cols)), query)
 
 
 LinearBuffers = collections.namedtuple("LinearBuffers", "saved_bytes forward_scratch_bytes backward_scratch_bytes")
@@ -145,15 +151,14 @@ def linear_buffers(recipe, tokens, in_features, out_features):
     """Buffer sizes of a linear step (Engine.linear_forward / linear_backward); raises Error
     UNSUPPORTED for recipes whose extra steps (OCC on x, DGE or Q-EMA on w) the step has not."""
     recipe = _recipe(recipe)
-    key = ("linear", int(tokens), int(in_features), int(out_features))
-    cached = recipe._layouts.get(key)
-    if cached is None:
+    shape = (int(tokens), int(in_features), int(out_features))
+
+    def query():
         b = _lib.LinearBuffers()
-        _lib.check(_lib.lib.fp4jit_linear_buffers_query(recipe._handle, key[1], key[2], key[3], ctypes.byref(b)))
-        if len(recipe._layouts) >= 4096:
-            recipe._layouts.clear()
-        cached = recipe._layouts[key] = LinearBuffers(b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes)
-    return cached
+        _lib.check(_lib.lib.fp4jit_linear_buffers_query(recipe._handle, *shape, ctypes.byref(b)))
+        return LinearBuffers(b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes)
+
+    return recipe._cached(("linear",) + shape, query)
 
 
 class QuantizedTensor:
@@ -179,7 +184,7 @@ class QuantizedTensor:
         # views made when first asked for: a training step never needs them, only the pointers.
         cap = max(l.residual_capacity, 1) if l.occ else 0
         parts = [
-            ("codes", max(l.code_bytes, l.rows * l.row_bytes), (l.rows, l.row_bytes), "uint8"),
+            ("codes", l.code_bytes, (l.rows, l.row_bytes), "uint8"),
             ("scales", l.scale_bytes, (l.scale_rows, l.scale_cols), "uint8" if l.scale_is_code else "float32"),
             ("tensor_scale", 4, (1,), "float32"),
             ("amax", 4, (1,), "float32"),
@@ -192,11 +197,11 @@ class QuantizedTensor:
             ]
         self._parts, offset = {}, 0
         for name, nbytes, shape, dtype in parts:
-            self._parts[name] = (offset, shape, dtype)
+            self._parts[name] = (offset, nbytes, shape, dtype)
             offset += -(-max(nbytes, 1) // 256) * 256
         self._buffer = alloc.empty((offset,), "uint8")
         base = alloc.pointer(self._buffer)
-        at = {name: base + off for name, (off, _, _) in self._parts.items()}
+        at = {name: base + part[0] for name, part in self._parts.items()}
         self.struct = _lib.Quantized(
             at["codes"],
             l.code_bytes,
@@ -215,8 +220,8 @@ class QuantizedTensor:
         if view is None:
             if name not in self._parts:
                 return None
-            offset, shape, dtype = self._parts[name]
-            view = self._alloc.part(self._buffer, offset, shape, dtype)
+            offset, nbytes, shape, dtype = self._parts[name]
+            view = self._alloc.part(self._buffer[offset : offset + nbytes], shape, dtype)
             self.__dict__["_view_" + name] = view
         return view
 

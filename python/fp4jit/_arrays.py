@@ -205,17 +205,12 @@ def buffer_pointer(obj, what, nbytes):
 # ---- output allocation ---------------------------------------------------------------------
 #
 # An allocator makes arrays in the memory of the input's framework: empty(shape, dtype), and
-# part(buf, offset, shape, dtype), a view of `shape` into the uint8 array `buf` from byte
-# `offset` (which the caller aligns for dtype), so one allocation can hold several outputs.
-
-_ITEMSIZE = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4, "int64": 8}
+# part(piece, shape, dtype), the uint8 slice `piece` of a larger allocation (its start aligned by
+# the caller) seen as `shape` of dtype, so one allocation can hold several outputs.
 
 
-def _count(shape):
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
+def _part(piece, shape, dtype):  # NumPy and CuPy arrays alike
+    return piece.view(dtype).reshape(tuple(shape))
 
 
 class NumpyAlloc:
@@ -238,9 +233,7 @@ class NumpyAlloc:
     def pointer(self, a):
         return a.ctypes.data
 
-    def part(self, buf, offset, shape, dtype):
-        n = _count(shape) * _ITEMSIZE[dtype]
-        return buf[offset : offset + n].view(dtype).reshape(shape)
+    part = staticmethod(_part)
 
     def to_numpy(self, a):
         return a
@@ -261,9 +254,8 @@ class TorchAlloc:
     def pointer(self, t):
         return t.data_ptr()
 
-    def part(self, buf, offset, shape, dtype):
-        n = _count(shape) * _ITEMSIZE[dtype]
-        return buf[offset : offset + n].view(getattr(self.torch, dtype)).view(tuple(shape))
+    def part(self, piece, shape, dtype):
+        return piece.view(getattr(self.torch, dtype)).view(tuple(shape))
 
     def to_numpy(self, t):
         return t.detach().cpu().numpy()
@@ -286,9 +278,7 @@ class CupyAlloc:
     def pointer(self, a):
         return a.data.ptr
 
-    def part(self, buf, offset, shape, dtype):
-        n = _count(shape) * _ITEMSIZE[dtype]
-        return buf[offset : offset + n].view(dtype).reshape(tuple(shape))
+    part = staticmethod(_part)
 
     def to_numpy(self, a):
         return self.cupy.asnumpy(a)
