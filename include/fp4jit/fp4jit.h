@@ -312,7 +312,8 @@ FP4JIT_API fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* 
  * and gemm with the same seeds (offset 0) bit for bit. Recipes with OCC on x or DGE / Q-EMA on w
  * are refused with FP4JIT_ERROR_UNSUPPORTED: they take the per-operation calls. Buffers are the
  * caller's, in the backend's memory, 256-byte aligned, of the sizes below: `saved` lives from a
- * forward to its backward; each scratch buffer only until the call's work is done (on its stream). */
+ * forward to its backward; each scratch buffer only until the call's work is done (on its stream).
+ */
 typedef struct fp4jit_linear_buffers {
   int64_t saved_bytes;
   int64_t forward_scratch_bytes;
@@ -332,12 +333,11 @@ FP4JIT_API fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4j
                                                void* scratch, void* stream);
 
 /* dx [tokens, in] and dw [out, in] (either may be NULL, not both) from dy [tokens, out]. */
-FP4JIT_API fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine,
-                                                const fp4jit_recipe* recipe, int64_t in,
-                                                const fp4jit_tensor* dy, const void* saved,
-                                                void* scratch, const fp4jit_tensor* dx,
-                                                const fp4jit_tensor* dw, uint64_t seed_dy,
-                                                void* stream);
+FP4JIT_API fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                                int64_t in, const fp4jit_tensor* dy,
+                                                const void* saved, void* scratch,
+                                                const fp4jit_tensor* dx, const fp4jit_tensor* dw,
+                                                uint64_t seed_dy, void* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -17,9 +17,9 @@
 // CU_TENSOR_MAP_SWIZZLE_128B; grid = output tiles; GemmGeometry::smem_bytes of dynamic shared
 // memory. Preconditions: K a multiple of 32, code pointers 16-byte aligned.
 #pragma once
+#include "gemm/epilogue_io.cuh"
 #include "gemm/sm100/config.cuh"
 #include "gemm/sm100/ptx.cuh"
-#include "gemm/epilogue_io.cuh"
 #include "gemm/sm90/ptx.cuh"
 
 namespace fp4jit::sm100 {
@@ -27,8 +27,8 @@ namespace fp4jit::sm100 {
 using sm90::TmaDesc;
 
 // The scale code of (row, block kb), 0 outside the tensor (a zero scale: the padding adds 0).
-__device__ __forceinline__ unsigned sf_code(const unsigned char* base, int ld, int row, int rows, int block_rows,
-                                            int kb, int kbs) {
+__device__ __forceinline__ unsigned sf_code(const unsigned char* base, int ld, int row, int rows,
+                                            int block_rows, int kb, int kbs) {
   if (row >= rows || kb >= kbs) return 0u;
   return __ldg(base + static_cast<long long>(row / block_rows) * ld + kb);
 }
@@ -36,8 +36,8 @@ __device__ __forceinline__ unsigned sf_code(const unsigned char* base, int ld, i
 // Warp 0: the stage's scale atoms of one operand (128 rows from r0), one 32-bit word (4 scales of
 // one row) per lane and step.
 template <class Cfg, int kAtoms>
-__device__ __forceinline__ void write_sf(unsigned char* dst, const unsigned char* base, int ld, int r0, int rows,
-                                         int block_rows, int kb0, int kbs) {
+__device__ __forceinline__ void write_sf(unsigned char* dst, const unsigned char* base, int ld,
+                                         int r0, int rows, int block_rows, int kb0, int kbs) {
   const int lane = threadIdx.x & 31;
 #pragma unroll 1
   for (int w = lane; w < kAtoms * 128; w += 32) {
@@ -45,14 +45,16 @@ __device__ __forceinline__ void write_sf(unsigned char* dst, const unsigned char
     const int row = r0 + 32 * c + i, kb = kb0 + 4 * atom;
     unsigned word = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) word |= sf_code(base, ld, row, rows, block_rows, kb + j, kbs) << (8 * j);
+    for (int j = 0; j < 4; ++j)
+      word |= sf_code(base, ld, row, rows, block_rows, kb + j, kbs) << (8 * j);
     *reinterpret_cast<unsigned*>(dst + atom * 512 + i * 16 + c * 4) = word;
   }
 }
 
 template <class Cfg>
 __global__ void __launch_bounds__(192, 1)
-    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, const GemmParams p_in) {
+    gemm_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
   constexpr GemmGeometry G = GemmShapeOf<Cfg>::G;
   constexpr int kStages = Cfg::kStages, BLOCK_N = Cfg::BLOCK_N;
@@ -65,7 +67,8 @@ __global__ void __launch_bounds__(192, 1)
 
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = sm90::smem_u32(smem_raw);
-  unsigned char* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // 1024-aligned (swizzle atoms)
+  unsigned char* smem =
+      smem_raw + (((raw + 1023u) & ~1023u) - raw);  // 1024-aligned (swizzle atoms)
   const unsigned base = sm90::smem_u32(smem);
   auto* bars = reinterpret_cast<unsigned long long*>(smem + G.barrier_offset);
   unsigned long long* full = bars;
@@ -75,7 +78,8 @@ __global__ void __launch_bounds__(192, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int tiles_n = (p.N + BLOCK_N - 1) / BLOCK_N;
-  const int m0 = static_cast<int>(blockIdx.x) / tiles_n * 128, n0 = static_cast<int>(blockIdx.x) % tiles_n * BLOCK_N;
+  const int m0 = static_cast<int>(blockIdx.x) / tiles_n * 128,
+            n0 = static_cast<int>(blockIdx.x) % tiles_n * BLOCK_N;
   const int k_tiles = (p.K + G.block_k - 1) / G.block_k;
   const int kbs = p.K / G.sf_vec;
 
@@ -105,7 +109,8 @@ __global__ void __launch_bounds__(192, 1)
       unsigned char* sfa = stage + G.a_bytes + G.b_bytes;
       const int kb0 = kt * (G.block_k / G.sf_vec);
       write_sf<Cfg, G.sf_atoms>(sfa, p.a_scale, p.a_scale_ld, m0, p.M, Cfg::kABlockRows, kb0, kbs);
-      write_sf<Cfg, G.sf_atoms>(sfa + G.sf_atoms * 512, p.b_scale, p.b_scale_ld, n0, p.N, Cfg::kBBlockRows, kb0, kbs);
+      write_sf<Cfg, G.sf_atoms>(sfa + G.sf_atoms * 512, p.b_scale, p.b_scale_ld, n0, p.N,
+                                Cfg::kBBlockRows, kb0, kbs);
       sm90::fence_proxy_async();  // tcgen05.cp reads the scales through the async proxy
       __syncwarp();
       if (lane == 0) {
@@ -136,8 +141,9 @@ __global__ void __launch_bounds__(192, 1)
           const int atom = kE8M0 ? k / 2 : k;
           const unsigned sf_id = kE8M0 ? 2u * (k % 2) : 0u;
           const unsigned idesc = umma_idesc_fp4(128, BLOCK_N, kE8M0, sf_id, sf_id);
-          umma_fp4<Cfg::kKind>(acc_tmem, umma_desc_sw128(stage + 32 * k), umma_desc_sw128(stage + G.a_bytes + 32 * k),
-                               idesc, sfa_t + 4 * atom, sfb_t + 4 * atom, kt > 0 || k > 0);
+          umma_fp4<Cfg::kKind>(acc_tmem, umma_desc_sw128(stage + 32 * k),
+                               umma_desc_sw128(stage + G.a_bytes + 32 * k), idesc, sfa_t + 4 * atom,
+                               sfb_t + 4 * atom, kt > 0 || k > 0);
         }
         umma_commit(sm90::smem_u32(empty + s));
       }
@@ -167,7 +173,8 @@ __global__ void __launch_bounds__(192, 1)
           float x = v[j] * base_f;
           if (p.bias != nullptr) x += gemm::load_bias(p.bias, p.bias_type, n);
           const long long ci = static_cast<long long>(m) * p.ldc + n;
-          if (p.c != nullptr && p.beta != 0.0f) x = fmaf(p.beta, gemm::load_out<Cfg::kOut>(p.c, ci), x);
+          if (p.c != nullptr && p.beta != 0.0f)
+            x = fmaf(p.beta, gemm::load_out<Cfg::kOut>(p.c, ci), x);
           gemm::store_one<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x);
         }
       }
