@@ -70,14 +70,37 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::check_device_pointer(const void* p, std::string_view what) const {
   if (p == nullptr) return;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  {
+    std::lock_guard lock(ranges_mutex_);
+    for (std::size_t i = 0; i < addressable_.size(); ++i) {
+      if (at >= addressable_[i].start && at < addressable_[i].end) {
+        if (i > 0) std::swap(addressable_[i], addressable_[i - 1]);  // keep the busy ones first
+        return;
+      }
+    }
+  }
   unsigned type = 0;
-  const CUresult r =
-      d_.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                               static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)));
-  if (r != CUDA_SUCCESS)
-    fail(ErrorKind::invalid_argument,
-         "{} ({}) is not memory the GPU can address (the CUDA backend takes device pointers)", what,
-         p);
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  CUpointer_attribute attributes[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                       CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                       CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* data[3] = {&type, &start, &size};
+  const auto dp = static_cast<CUdeviceptr>(at);
+  if (d_.pointer_get_attributes(3, attributes, data, dp) != CUDA_SUCCESS || type == 0) {
+    // Some memory (host-registered, older drivers) reports no range: ask for the type alone.
+    if (d_.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS)
+      fail(ErrorKind::invalid_argument,
+           "{} ({}) is not memory the GPU can address (the CUDA backend takes device pointers)",
+           what, p);
+    return;  // addressable, range unknown: not remembered
+  }
+  const auto first = static_cast<std::uintptr_t>(start);
+  if (size == 0 || at < first || at - first >= size) return;
+  std::lock_guard lock(ranges_mutex_);
+  if (addressable_.size() == kRanges) addressable_.pop_back();
+  addressable_.insert(addressable_.begin(), Range{first, first + size});
 }
 
 template <class MakePlan>

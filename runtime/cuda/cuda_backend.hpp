@@ -1,9 +1,12 @@
 // The CUDA backend: Engine calls become launch plans (plan.hpp) executed on the caller's stream
 // in the device's primary context, with stream-ordered scratch memory.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/gemm.hpp"
 #include "gemm/params.cuh"
@@ -72,6 +75,8 @@ class CudaBackend final : public Backend {
   // In gemm_launch.cpp: one GEMM kernel of a plan (tensor maps over the given operand codes).
   void launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
                           const GemmShape& shape, gemm::GemmParams& p, CUstream s);
+  // Error(invalid_argument) naming `what` unless the GPU can address p (null passes). The
+  // driver is asked once per allocation: the ranges it reports are remembered (addressable_).
   void check_device_pointer(const void* p, std::string_view what) const;
 
   const Driver& d_;
@@ -84,6 +89,15 @@ class CudaBackend final : public Backend {
   std::unique_ptr<TunedConfigs> tuned_;
   std::string description_;
   std::int64_t last_bytes_ = 0;
+  // Allocations the driver reported addressable: [start, end) byte ranges, the most recently
+  // found first; a framework's caching allocator hands out a few large ones, so a training step
+  // asks the driver once per allocation instead of once per pointer per call.
+  struct Range {
+    std::uintptr_t start = 0, end = 0;
+  };
+  static constexpr std::size_t kRanges = 64;
+  mutable std::mutex ranges_mutex_;
+  mutable std::vector<Range> addressable_;
 };
 
 }  // namespace fp4jit::cuda

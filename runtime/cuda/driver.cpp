@@ -128,6 +128,7 @@ Loaded load() {
       resolve(get_proc, 11000, "cuDevicePrimaryCtxRelease", d.primary_ctx_release, why) &&
       resolve(get_proc, 4000, "cuCtxPushCurrent", d.ctx_push_current, why) &&
       resolve(get_proc, 4000, "cuCtxPopCurrent", d.ctx_pop_current, why) &&
+      resolve(get_proc, 4000, "cuCtxGetCurrent", d.ctx_get_current, why) &&
       resolve(get_proc, 2000, "cuCtxSynchronize", d.ctx_synchronize, why) &&
       resolve(get_proc, 2000, "cuModuleLoadData", d.module_load_data, why) &&
       resolve(get_proc, 2000, "cuModuleUnload", d.module_unload, why) &&
@@ -152,6 +153,7 @@ Loaded load() {
       resolve(get_proc, 3020, "cuMemsetD8Async", d.memset_d8_async, why) &&
       resolve(get_proc, 3020, "cuMemsetD32Async", d.memset_d32_async, why) &&
       resolve(get_proc, 4000, "cuPointerGetAttribute", d.pointer_get_attribute, why) &&
+      resolve(get_proc, 7000, "cuPointerGetAttributes", d.pointer_get_attributes, why) &&
       resolve(get_proc, 2000, "cuStreamCreate", d.stream_create, why) &&
       resolve(get_proc, 4000, "cuStreamDestroy", d.stream_destroy, why) &&
       resolve(get_proc, 2000, "cuStreamSynchronize", d.stream_synchronize, why) &&

@@ -22,6 +22,7 @@ struct Driver {
   decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
   decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
   decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
   decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
   decltype(&::cuModuleLoadData) module_load_data = nullptr;
   decltype(&::cuModuleUnload) module_unload = nullptr;
@@ -46,6 +47,7 @@ struct Driver {
   decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
   decltype(&::cuMemsetD32Async) memset_d32_async = nullptr;
   decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;
+  decltype(&::cuPointerGetAttributes) pointer_get_attributes = nullptr;
   decltype(&::cuStreamCreate) stream_create = nullptr;
   decltype(&::cuStreamDestroy) stream_destroy = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;

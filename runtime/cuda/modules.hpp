@@ -13,13 +13,19 @@
 
 namespace fp4jit::cuda {
 
-// Makes a context current for a scope (push / pop); the destructor never throws.
+// Makes a context current for a scope (push / pop) unless it already is (a framework's thread
+// usually has the device's primary context current: then no push or pop); the destructor never
+// throws.
 class ContextGuard {
  public:
   ContextGuard(const Driver& d, CUcontext ctx) : d_(d) {
+    CUcontext current = nullptr;
+    if (d_.ctx_get_current(&current) == CUDA_SUCCESS && current == ctx) return;
     check(d_.ctx_push_current(ctx), "cuCtxPushCurrent");
+    pushed_ = true;
   }
   ~ContextGuard() {
+    if (!pushed_) return;
     CUcontext popped = nullptr;
     d_.ctx_pop_current(&popped);
   }
@@ -28,6 +34,7 @@ class ContextGuard {
 
  private:
   const Driver& d_;
+  bool pushed_ = false;
 };
 
 class ModuleRegistry {

@@ -1,0 +1,472 @@
+// A stand-in libcuda.so.1 for machines without a GPU: every entry point fp4jit resolves through
+// cuGetProcAddress_v2 succeeds without doing device work. Device memory is a counter of fake
+// addresses (never dereferenced) whose live ranges the pointer queries know, modules and
+// functions are tokens, launches only count.
+//
+// What it is for: running the CUDA backend's host side (planning, argument checks, module and
+// tuning lookups, the driver calls of each Engine call) where no GPU is, so its host cost can be
+// profiled (bench/host_overhead.cpp) and its driver-call sequence tested. Results are
+// meaningless: nothing is computed. Load it with LD_LIBRARY_PATH=<dir of this libcuda.so.1>.
+//
+// fake_cuda_calls(name) returns how often `name` was called (nullptr: all entry points together);
+// fake_cuda_name(i) names entry point i (nullptr past the last); fake_cuda_reset() zeroes the
+// counts.
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+
+namespace {
+
+// The device this driver reports: an H100-class sm_90 part.
+constexpr int kSmCount = 132;
+
+enum Counter : int {
+  k_init,
+  k_driver_get_version,
+  k_get_error_name,
+  k_get_error_string,
+  k_device_get_count,
+  k_device_get,
+  k_device_get_name,
+  k_device_get_attribute,
+  k_primary_ctx_retain,
+  k_primary_ctx_release,
+  k_ctx_push_current,
+  k_ctx_pop_current,
+  k_ctx_get_current,
+  k_ctx_synchronize,
+  k_module_load_data,
+  k_module_unload,
+  k_module_get_function,
+  k_func_get_attribute,
+  k_func_set_attribute,
+  k_tensor_map_encode_tiled,
+  k_launch_kernel,
+  k_occupancy,
+  k_mem_alloc,
+  k_mem_free,
+  k_mem_alloc_async,
+  k_mem_free_async,
+  k_mem_pool_create,
+  k_mem_pool_destroy,
+  k_mem_pool_set_attribute,
+  k_mem_alloc_from_pool_async,
+  k_memcpy_htod,
+  k_memcpy_dtoh,
+  k_memcpy_dtod_async,
+  k_memset_d8_async,
+  k_memset_d32_async,
+  k_pointer_get_attribute,
+  k_pointer_get_attributes,
+  k_stream_create,
+  k_stream_destroy,
+  k_stream_synchronize,
+  k_event_create,
+  k_event_destroy,
+  k_event_record,
+  k_event_synchronize,
+  k_event_elapsed_time,
+  k_count
+};
+
+constexpr const char* kNames[k_count] = {
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease",
+    "cuCtxPushCurrent",
+    "cuCtxPopCurrent",
+    "cuCtxGetCurrent",
+    "cuCtxSynchronize",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuTensorMapEncodeTiled",
+    "cuLaunchKernel",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuMemAlloc",
+    "cuMemFree",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemPoolCreate",
+    "cuMemPoolDestroy",
+    "cuMemPoolSetAttribute",
+    "cuMemAllocFromPoolAsync",
+    "cuMemcpyHtoD",
+    "cuMemcpyDtoH",
+    "cuMemcpyDtoDAsync",
+    "cuMemsetD8Async",
+    "cuMemsetD32Async",
+    "cuPointerGetAttribute",
+    "cuPointerGetAttributes",
+    "cuStreamCreate",
+    "cuStreamDestroy",
+    "cuStreamSynchronize",
+    "cuEventCreate",
+    "cuEventDestroy",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+};
+
+std::atomic<long> g_counts[k_count];
+std::atomic<std::uint64_t> g_next_address{0x7f0000000000ull};
+int g_token;                       // modules, functions, contexts, pools, streams and events
+thread_local CUcontext g_current;  // the context stack's top (one level is all fp4jit uses)
+
+CUresult count(Counter c) {
+  g_counts[c].fetch_add(1, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+template <class T>
+T token() {
+  return reinterpret_cast<T>(&g_token);
+}
+
+// Live allocations, start -> bytes: cuPointerGetAttribute(s) answer for addresses inside one.
+std::mutex g_mutex;
+std::map<std::uint64_t, std::uint64_t> g_allocations;
+
+CUdeviceptr fake_address(std::size_t bytes) {
+  const std::uint64_t size = (static_cast<std::uint64_t>(bytes) + 255) / 256 * 256 + 256;
+  const std::uint64_t start = g_next_address.fetch_add(size);
+  std::lock_guard lock(g_mutex);
+  g_allocations[start] = bytes > 0 ? bytes : 1;
+  return static_cast<CUdeviceptr>(start);
+}
+
+void release(CUdeviceptr p) {
+  std::lock_guard lock(g_mutex);
+  g_allocations.erase(static_cast<std::uint64_t>(p));
+}
+
+// The live allocation holding p: true and its range, or false.
+bool allocation_of(CUdeviceptr p, std::uint64_t* start, std::uint64_t* size) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_allocations.upper_bound(static_cast<std::uint64_t>(p));
+  if (it == g_allocations.begin()) return false;
+  --it;
+  if (static_cast<std::uint64_t>(p) - it->first >= it->second) return false;
+  *start = it->first, *size = it->second;
+  return true;
+}
+
+CUresult f_init(unsigned) {
+  return count(k_init);
+}
+CUresult f_driver_get_version(int* v) {
+  *v = 13000;
+  return count(k_driver_get_version);
+}
+CUresult f_get_error_name(CUresult, const char** s) {
+  *s = "CUDA_ERROR_FAKE";
+  return count(k_get_error_name);
+}
+CUresult f_get_error_string(CUresult, const char** s) {
+  *s = "error of the stand-in driver";
+  return count(k_get_error_string);
+}
+CUresult f_device_get_count(int* n) {
+  *n = 1;
+  return count(k_device_get_count);
+}
+CUresult f_device_get(CUdevice* d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return count(k_device_get);
+}
+CUresult f_device_get_name(char* name, int len, CUdevice) {
+  std::strncpy(name, "fp4jit stand-in driver (no GPU)", static_cast<std::size_t>(len));
+  if (len > 0) name[len - 1] = '\0';
+  return count(k_device_get_name);
+}
+CUresult f_device_get_attribute(int* v, CUdevice_attribute a, CUdevice) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = kSmCount;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *v = 1980000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      *v = 3201000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      *v = 6144;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      *v = 50 << 20;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *v = 232448;
+      break;
+    default:
+      *v = 1;
+      break;
+  }
+  return count(k_device_get_attribute);
+}
+CUresult f_primary_ctx_retain(CUcontext* c, CUdevice) {
+  *c = token<CUcontext>();
+  return count(k_primary_ctx_retain);
+}
+CUresult f_primary_ctx_release(CUdevice) {
+  return count(k_primary_ctx_release);
+}
+CUresult f_ctx_push_current(CUcontext c) {
+  g_current = c;
+  return count(k_ctx_push_current);
+}
+CUresult f_ctx_pop_current(CUcontext* c) {
+  if (c != nullptr) *c = g_current;
+  g_current = nullptr;
+  return count(k_ctx_pop_current);
+}
+CUresult f_ctx_get_current(CUcontext* c) {
+  *c = g_current;
+  return count(k_ctx_get_current);
+}
+CUresult f_ctx_synchronize() {
+  return count(k_ctx_synchronize);
+}
+CUresult f_module_load_data(CUmodule* m, const void*) {
+  *m = token<CUmodule>();
+  return count(k_module_load_data);
+}
+CUresult f_module_unload(CUmodule) {
+  return count(k_module_unload);
+}
+CUresult f_module_get_function(CUfunction* f, CUmodule, const char*) {
+  *f = token<CUfunction>();
+  return count(k_module_get_function);
+}
+CUresult f_func_get_attribute(int* v, CUfunction_attribute, CUfunction) {
+  *v = 0;
+  return count(k_func_get_attribute);
+}
+CUresult f_func_set_attribute(CUfunction, CUfunction_attribute, int) {
+  return count(k_func_set_attribute);
+}
+CUresult f_tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  std::memset(map, 0, sizeof *map);
+  return count(k_tensor_map_encode_tiled);
+}
+CUresult f_launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, CUstream, void**, void**) {
+  return count(k_launch_kernel);
+}
+CUresult f_occupancy(int* n, CUfunction, int, std::size_t) {
+  *n = 1;
+  return count(k_occupancy);
+}
+CUresult f_mem_alloc(CUdeviceptr* p, std::size_t bytes) {
+  *p = fake_address(bytes);
+  return count(k_mem_alloc);
+}
+CUresult f_mem_free(CUdeviceptr p) {
+  release(p);
+  return count(k_mem_free);
+}
+CUresult f_mem_alloc_async(CUdeviceptr* p, std::size_t bytes, CUstream) {
+  *p = fake_address(bytes);
+  return count(k_mem_alloc_async);
+}
+CUresult f_mem_free_async(CUdeviceptr p, CUstream) {
+  release(p);
+  return count(k_mem_free_async);
+}
+CUresult f_mem_pool_create(CUmemoryPool* pool, const CUmemPoolProps*) {
+  *pool = token<CUmemoryPool>();
+  return count(k_mem_pool_create);
+}
+CUresult f_mem_pool_destroy(CUmemoryPool) {
+  return count(k_mem_pool_destroy);
+}
+CUresult f_mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
+  return count(k_mem_pool_set_attribute);
+}
+CUresult f_mem_alloc_from_pool_async(CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream) {
+  *p = fake_address(bytes);
+  return count(k_mem_alloc_from_pool_async);
+}
+CUresult f_memcpy_htod(CUdeviceptr, const void*, std::size_t) {
+  return count(k_memcpy_htod);
+}
+CUresult f_memcpy_dtoh(void* dst, CUdeviceptr, std::size_t bytes) {
+  std::memset(dst, 0, bytes);
+  return count(k_memcpy_dtoh);
+}
+CUresult f_memcpy_dtod_async(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
+  return count(k_memcpy_dtod_async);
+}
+CUresult f_memset_d8_async(CUdeviceptr, unsigned char, std::size_t, CUstream) {
+  return count(k_memset_d8_async);
+}
+CUresult f_memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) {
+  return count(k_memset_d32_async);
+}
+// Addresses inside a live allocation are device memory; others are not CUDA memory (the real
+// driver: cuPointerGetAttribute fails, cuPointerGetAttributes succeeds with null answers).
+CUresult f_pointer_get_attribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  count(k_pointer_get_attribute);
+  std::uint64_t start = 0, size = 0;
+  if (!allocation_of(p, &start, &size)) return CUDA_ERROR_INVALID_VALUE;
+  if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+CUresult f_pointer_get_attributes(unsigned n, CUpointer_attribute* attributes, void** data,
+                                  CUdeviceptr p) {
+  std::uint64_t start = 0, size = 0;
+  const bool device = allocation_of(p, &start, &size);
+  for (unsigned i = 0; i < n; ++i) {
+    switch (attributes[i]) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(data[i]) = device ? CU_MEMORYTYPE_DEVICE : 0;
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *static_cast<CUdeviceptr*>(data[i]) = device ? static_cast<CUdeviceptr>(start) : 0;
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *static_cast<std::size_t*>(data[i]) = device ? static_cast<std::size_t>(size) : 0;
+        break;
+      default:
+        break;
+    }
+  }
+  return count(k_pointer_get_attributes);
+}
+CUresult f_stream_create(CUstream* s, unsigned) {
+  *s = token<CUstream>();
+  return count(k_stream_create);
+}
+CUresult f_stream_destroy(CUstream) {
+  return count(k_stream_destroy);
+}
+CUresult f_stream_synchronize(CUstream) {
+  return count(k_stream_synchronize);
+}
+CUresult f_event_create(CUevent* e, unsigned) {
+  *e = token<CUevent>();
+  return count(k_event_create);
+}
+CUresult f_event_destroy(CUevent) {
+  return count(k_event_destroy);
+}
+CUresult f_event_record(CUevent, CUstream) {
+  return count(k_event_record);
+}
+CUresult f_event_synchronize(CUevent) {
+  return count(k_event_synchronize);
+}
+CUresult f_event_elapsed_time(float* ms, CUevent, CUevent) {
+  *ms = 0.0f;
+  return count(k_event_elapsed_time);
+}
+
+void* const kEntries[k_count] = {
+    reinterpret_cast<void*>(&f_init),
+    reinterpret_cast<void*>(&f_driver_get_version),
+    reinterpret_cast<void*>(&f_get_error_name),
+    reinterpret_cast<void*>(&f_get_error_string),
+    reinterpret_cast<void*>(&f_device_get_count),
+    reinterpret_cast<void*>(&f_device_get),
+    reinterpret_cast<void*>(&f_device_get_name),
+    reinterpret_cast<void*>(&f_device_get_attribute),
+    reinterpret_cast<void*>(&f_primary_ctx_retain),
+    reinterpret_cast<void*>(&f_primary_ctx_release),
+    reinterpret_cast<void*>(&f_ctx_push_current),
+    reinterpret_cast<void*>(&f_ctx_pop_current),
+    reinterpret_cast<void*>(&f_ctx_get_current),
+    reinterpret_cast<void*>(&f_ctx_synchronize),
+    reinterpret_cast<void*>(&f_module_load_data),
+    reinterpret_cast<void*>(&f_module_unload),
+    reinterpret_cast<void*>(&f_module_get_function),
+    reinterpret_cast<void*>(&f_func_get_attribute),
+    reinterpret_cast<void*>(&f_func_set_attribute),
+    reinterpret_cast<void*>(&f_tensor_map_encode_tiled),
+    reinterpret_cast<void*>(&f_launch_kernel),
+    reinterpret_cast<void*>(&f_occupancy),
+    reinterpret_cast<void*>(&f_mem_alloc),
+    reinterpret_cast<void*>(&f_mem_free),
+    reinterpret_cast<void*>(&f_mem_alloc_async),
+    reinterpret_cast<void*>(&f_mem_free_async),
+    reinterpret_cast<void*>(&f_mem_pool_create),
+    reinterpret_cast<void*>(&f_mem_pool_destroy),
+    reinterpret_cast<void*>(&f_mem_pool_set_attribute),
+    reinterpret_cast<void*>(&f_mem_alloc_from_pool_async),
+    reinterpret_cast<void*>(&f_memcpy_htod),
+    reinterpret_cast<void*>(&f_memcpy_dtoh),
+    reinterpret_cast<void*>(&f_memcpy_dtod_async),
+    reinterpret_cast<void*>(&f_memset_d8_async),
+    reinterpret_cast<void*>(&f_memset_d32_async),
+    reinterpret_cast<void*>(&f_pointer_get_attribute),
+    reinterpret_cast<void*>(&f_pointer_get_attributes),
+    reinterpret_cast<void*>(&f_stream_create),
+    reinterpret_cast<void*>(&f_stream_destroy),
+    reinterpret_cast<void*>(&f_stream_synchronize),
+    reinterpret_cast<void*>(&f_event_create),
+    reinterpret_cast<void*>(&f_event_destroy),
+    reinterpret_cast<void*>(&f_event_record),
+    reinterpret_cast<void*>(&f_event_synchronize),
+    reinterpret_cast<void*>(&f_event_elapsed_time),
+};
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
+    const char* symbol, void** pfn, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
+  const std::string_view s(symbol);
+  for (int i = 0; i < k_count; ++i) {
+    if (s == kNames[i]) {
+      *pfn = kEntries[i];
+      if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  *pfn = nullptr;
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+__attribute__((visibility("default"))) long fake_cuda_calls(const char* name) {
+  long total = 0;
+  for (int i = 0; i < k_count; ++i)
+    if (name == nullptr || std::string_view(name) == kNames[i])
+      total += g_counts[i].load(std::memory_order_relaxed);
+  return total;
+}
+
+// The name of entry point i (0 <= i < its count), else nullptr: for listing the counts.
+__attribute__((visibility("default"))) const char* fake_cuda_name(int i) {
+  return i >= 0 && i < k_count ? kNames[i] : nullptr;
+}
+
+__attribute__((visibility("default"))) void fake_cuda_reset() {
+  for (auto& c : g_counts) c.store(0, std::memory_order_relaxed);
+}
+}

@@ -1,0 +1,150 @@
+// The CUDA backend's host side without a GPU, on the stand-in driver (fake_cuda.cpp, loaded
+// through LD_LIBRARY_PATH by ctest): the driver calls an Engine call makes, and its pointer
+// checks. Kernels are compiled by NVRTC as on a GPU machine; nothing runs.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/recipe.hpp"
+#include "fp4jit/engine.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/cuda/device_memory.hpp"
+#include "tests/temp_dir_test.hpp"
+
+namespace fp4jit {
+namespace {
+
+using CountFn = long (*)(const char*);
+using ResetFn = void (*)();
+
+class FakeDriverTest : public test_util::TempDirTest {
+ protected:
+  FakeDriverTest() : TempDirTest("fp4jit-fake-driver") {}
+  void SetUp() override {
+    TempDirTest::SetUp();
+    if (!cuda_available())
+      GTEST_SKIP() << "no driver loaded (LD_LIBRARY_PATH must name the stand-in)";
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(lib, nullptr);
+    calls_ = reinterpret_cast<CountFn>(dlsym(lib, "fake_cuda_calls"));
+    reset_ = reinterpret_cast<ResetFn>(dlsym(lib, "fake_cuda_reset"));
+    if (calls_ == nullptr || reset_ == nullptr)
+      GTEST_SKIP() << "the loaded libcuda.so.1 is a real driver, not the stand-in";
+    EngineOptions o;
+    o.backend = BackendKind::cuda;
+    o.cache_path = path("cache.db");
+    engine_ = std::make_unique<Engine>(o);
+  }
+  long calls(const char* name) const { return calls_(name); }
+  long pointer_queries() const {
+    return calls("cuPointerGetAttribute") + calls("cuPointerGetAttributes");
+  }
+
+  CountFn calls_ = nullptr;
+  ResetFn reset_ = nullptr;
+  std::unique_ptr<Engine> engine_;
+};
+
+// A linear layer's buffers in (fake) device memory.
+struct Layer {
+  Layer(const Recipe& r, const LinearShape& s)
+      : shape(s),
+        x(bytes(s.tokens, s.in)),
+        w(bytes(s.out, s.in)),
+        y(bytes(s.tokens, s.out)),
+        dx(bytes(s.tokens, s.in)),
+        dw(bytes(s.out, s.in)),
+        saved(static_cast<std::size_t>(Engine::linear_buffers(r, s).saved_bytes)),
+        fwd(static_cast<std::size_t>(Engine::linear_buffers(r, s).forward_scratch_bytes)),
+        bwd(static_cast<std::size_t>(Engine::linear_buffers(r, s).backward_scratch_bytes)) {}
+  static std::size_t bytes(std::int64_t r, std::int64_t c) {
+    return static_cast<std::size_t>(r * c * 2);
+  }
+  void step(Engine& e, const Recipe& r) {
+    const TensorView xv{x.get(), DType::bf16, shape.tokens, shape.in};
+    const TensorView wv{w.get(), DType::bf16, shape.out, shape.in};
+    const TensorView yv{y.get(), DType::bf16, shape.tokens, shape.out};
+    e.linear_forward(r, xv, wv, nullptr, DType::f32, yv, 1, 2, saved.get(), fwd.get(), nullptr);
+    e.linear_backward(r, shape.in, yv, saved.get(), bwd.get(),
+                      TensorView{dx.get(), DType::bf16, shape.tokens, shape.in},
+                      TensorView{dw.get(), DType::bf16, shape.out, shape.in}, 3, nullptr);
+  }
+  LinearShape shape;
+  cuda::DeviceBuffer x, w, y, dx, dw, saved, fwd, bwd;
+};
+
+TEST_F(FakeDriverTest, LinearStepAsksTheDriverOnlyForItsLaunches) {
+  cuda::DeviceScope scope;  // the primary context current, as in a framework's thread
+  const Recipe r = parse_recipe("mxfp4");
+  Layer layer(r, LinearShape{1024, 512, 512});
+  reset_();
+  layer.step(*engine_, r);  // compiles and loads the kernels
+  EXPECT_GT(calls("cuModuleLoadData"), 0);
+  EXPECT_GT(pointer_queries(), 0);  // the buffers' allocations, each asked about once
+  const long launches = calls("cuLaunchKernel");
+  EXPECT_GE(launches, 6);  // at least: three quantize passes and three GEMMs
+
+  reset_();
+  layer.step(*engine_, r);
+  EXPECT_EQ(calls("cuLaunchKernel"), launches);
+  EXPECT_EQ(calls("cuModuleLoadData"), 0);
+  EXPECT_EQ(pointer_queries(), 0) << "every pointer lies in an allocation already checked";
+  EXPECT_EQ(calls("cuCtxPushCurrent"), 0) << "the context was current already";
+  EXPECT_EQ(calls("cuCtxPopCurrent"), 0);
+}
+
+TEST_F(FakeDriverTest, ContextIsPushedAndPoppedWhenNotCurrent) {
+  const Recipe r = parse_recipe("mxfp4");
+  std::unique_ptr<Layer> layer;
+  {
+    cuda::DeviceScope scope;
+    layer = std::make_unique<Layer>(r, LinearShape{256, 256, 256});
+    layer->step(*engine_, r);
+  }  // the scope pops the context: none is current now
+  reset_();
+  layer->step(*engine_, r);
+  EXPECT_GT(calls("cuCtxPushCurrent"), 0);
+  EXPECT_EQ(calls("cuCtxPushCurrent"), calls("cuCtxPopCurrent"));
+  {
+    cuda::DeviceScope scope;
+    layer.reset();
+  }
+}
+
+TEST_F(FakeDriverTest, HostPointersAreRefusedByName) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const QuantLayout l = engine_->layout(r, Role::x, 64, 64);
+  cuda::DeviceBuffer codes(static_cast<std::size_t>(l.code_bytes()));
+  cuda::DeviceBuffer scales(static_cast<std::size_t>(l.scale_count()));
+  QuantizedView q;
+  q.codes = codes.get<std::uint8_t>();
+  q.scales = scales.get();
+  std::vector<std::uint16_t> host(64 * 64);
+  const TensorView in{host.data(), DType::bf16, 64, 64};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the second after device ranges were cached
+    try {
+      engine_->quantize(r, Role::x, in, q, QuantizeArgs{}, nullptr);
+      FAIL() << "a host pointer was taken by the CUDA backend";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("quantize input"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not memory the GPU can address"), std::string::npos);
+    }
+  }
+  // A device input in an allocation already seen, at an offset: no new query.
+  cuda::DeviceBuffer dev(64 * 64 * 2 * 2);
+  const TensorView first{dev.get(), DType::bf16, 64, 64};
+  engine_->quantize(r, Role::x, first, q, QuantizeArgs{}, nullptr);
+  reset_();
+  const TensorView second{dev.get<std::uint8_t>() + 64 * 64 * 2, DType::bf16, 64, 64};
+  engine_->quantize(r, Role::x, second, q, QuantizeArgs{}, nullptr);
+  EXPECT_EQ(pointer_queries(), 0);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+}
+
+}  // namespace
+}  // namespace fp4jit
