@@ -10,7 +10,8 @@ smallest per-call host time over the rounds is printed (microseconds). Pieces: t
 step (torch.nn.Linear forward + backward), the FP4 layer's step, its forward alone, the Engine's
 linear_forward / linear_backward called directly with ready buffers, the C functions under them
 called through ctypes with ready arguments, an autograd.Function that does nothing, and the
-PyTorch calls the layer makes (torch.empty, the bias gradient's sum).
+PyTorch calls the layer makes (torch.empty, the bias gradient's sum). --lines adds the time per
+source line of the layer's forward, its autograd.Function's bodies and the Engine's linear calls.
 """
 import argparse
 import sys
@@ -46,6 +47,52 @@ def host_us(fn, calls, rounds, cps):
     return best
 
 
+def line_times(code, fn, steps):
+    """Host time per source line of one function (sys.monitoring, every thread: the backward
+    runs on autograd's): from a line's event to the function's next line or return, calls into
+    other functions included. The monitoring adds about a microsecond per line."""
+    mon = sys.monitoring
+    tool = mon.PROFILER_ID
+    mon.use_tool_id(tool, "fp4jit-lines")
+    last = {}  # thread id -> (line, t)
+    totals = {}
+    import threading
+
+    def close(now):
+        tid = threading.get_ident()
+        prev = last.pop(tid, None)
+        if prev is not None:
+            totals.setdefault(prev[0], []).append(now - prev[1])
+        return tid
+
+    def on_line(c, line):
+        now = time.perf_counter_ns()
+        last[close(now)] = (line, now)
+
+    def on_return(c, offset, value):
+        close(time.perf_counter_ns())
+
+    mon.register_callback(tool, mon.events.LINE, on_line)
+    mon.register_callback(tool, mon.events.PY_RETURN, on_return)
+    mon.set_local_events(tool, code, mon.events.LINE | mon.events.PY_RETURN)
+    try:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    finally:
+        mon.set_local_events(tool, code, 0)
+        mon.free_tool_id(tool)
+    import linecache
+
+    print("  lines of %s (%s:%d), us per step:" % (code.co_name, code.co_filename.split("/")[-1], code.co_firstlineno))
+    per_step = {line: sum(v) / 1e3 / steps for line, v in totals.items()}
+    total = sum(per_step.values())
+    for line in sorted(per_step, key=per_step.get, reverse=True)[:12]:
+        text = linecache.getline(code.co_filename, line).strip()
+        print("    %7.1f  %4d  %s" % (per_step[line], line, text[:90]))
+    print("    %7.1f  total" % total)
+
+
 class _Null(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w):
@@ -56,12 +103,28 @@ class _Null(torch.autograd.Function):
         return dy, None
 
 
+class _Ready(torch.autograd.Function):
+    """Shaped like the FP4 layer's Function (x, weight, bias, layer, seeds, flag -> y), its
+    gradients made ahead: PyTorch's cost of such a Function and of accumulating three gradients."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, grads, seeds, flag):
+        ctx.grads = grads
+        return grads[3]
+
+    @staticmethod
+    def backward(ctx, dy):
+        g = ctx.grads
+        return g[0], g[1], g[2], None, None, None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="8192x4096x4096", help="TOKENSxOUTxIN")
     ap.add_argument("--recipe", default="mxfp4")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--lines", action="store_true", help="also the host time per source line of the layer's functions (Python 3.12+)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("torch_host_breakdown: no CUDA device", file=sys.stderr)
@@ -97,6 +160,7 @@ def main(argv=None):
             vdx.ref(), vdw.ref(), 3, stream))
 
     xn = torch.randn(tokens, fin, device=dev, dtype=bf16, requires_grad=True)
+    ready = (torch.empty_like(xd), torch.empty_like(w), torch.empty_like(b), torch.empty_like(y))
     pieces = [
         ("bf16 step (torch.nn.Linear forward + backward)", lambda: ref(x).backward(dy)),
         ("fp4 step (fp4jit.torch.Linear forward + backward)", lambda: layer(x).backward(dy)),
@@ -112,6 +176,8 @@ def main(argv=None):
         ("C fp4jit_linear_backward through ctypes", c_backward),
         ("_arrays.view of one tensor", lambda: _arrays.view(xd, "x")),
         ("autograd.Function doing nothing, forward + backward", lambda: _Null.apply(xn, w).backward(dy[:, :fin] if fout >= fin else None)),
+        ("autograd.Function with ready gradients for x, W, b", lambda: _Ready.apply(
+            x, layer.weight, layer.bias, ready, {"x": 1}, True).backward(dy)),
         ("torch.empty (saved buffer's size)", lambda: torch.empty(sizes.saved_bytes, dtype=torch.uint8, device=dev)),
         ("dy.sum(0) (the bias gradient)", lambda: dy.sum(0)),
         ("layer.seeds()", layer.seeds),
@@ -150,6 +216,10 @@ def main(argv=None):
     for name, v in spent.items():
         v = sorted(v)
         print("    %-20s %8.1f us (median of %d)" % (name, v[len(v) // 2], len(v)))
+    if args.lines:
+        for code in (fp4.Linear.forward.__code__, f.forward.__code__, f.backward.__code__,
+                     fp4jit.Engine.linear_forward.__code__, fp4jit.Engine.linear_backward.__code__):
+            line_times(code, lambda: layer(x).backward(dy), args.calls * args.rounds)
     return 0
 
 

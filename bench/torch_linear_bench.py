@@ -5,9 +5,15 @@ for each recipe (quantizers, the three GEMMs and every recipe step included), on
     FP4JIT_LIBRARY=... PYTHONPATH=python python3 bench/torch_linear_bench.py \\
         --shapes 8192x4096x4096,8192x11008x4096,8192x4096x11008 --recipes nvfp4,mxfp4,msfp4
 
-Shapes are TOKENSxOUTxIN. Each figure is the median over --iters runs of CUDA events recorded
-around one forward and backward on the current stream, after --warmup runs; the ratio is BF16's
-time over the recipe's (above 1: faster than BF16). --out writes the table as JSON.
+Shapes are TOKENSxOUTxIN. Two figures per layer, both medians of CUDA-event timings on the
+current stream after --warmup runs; the ratio is BF16's time over the recipe's (above 1: faster
+than BF16):
+  step       events around one forward and backward, then a synchronization (--iters times): the
+             GPU also waits for the host to enqueue the step's first kernels
+  in a row   events around --chain forward + backward steps enqueued back to back, as a training
+             loop enqueues its layers (--iters // 4 times), per step: the host runs ahead of the
+             GPU unless it needs longer per step than the GPU does
+--out writes the table as JSON.
 """
 import argparse
 import json
@@ -34,19 +40,34 @@ def time_layer(layer, x, dy, warmup, iters):
     return statistics.median(times)
 
 
+def time_chain(layer, x, dy, chain, iters):
+    times = []
+    for _ in range(max(iters, 1)):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(chain):
+            layer(x).backward(dy)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / chain)
+    return statistics.median(times)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x4096x4096")
     ap.add_argument("--recipes", default="nvfp4,mxfp4,msfp4,tetrajet,ue5m3")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--chain", type=int, default=8, help="steps enqueued back to back per timing of the second figure")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("torch_linear_bench: no CUDA device", file=sys.stderr)
         return 2
     rows = []
-    print("%-18s %-10s %10s %10s" % ("shape", "layer", "ms", "vs bf16"))
+    print("%-18s %-10s %10s %10s %12s %10s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16"))
     for shape in args.shapes.split(","):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
         x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -54,12 +75,15 @@ def main(argv=None):
         layers = [("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16))]
         layers += [(r, fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16))
                    for r in args.recipes.split(",") if r]
-        base = None
+        base = base_chain = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters)
+            chain = time_chain(layer, x, dy, args.chain, args.iters // 4)
             base = ms if base is None else base
-            rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3)})
-            print("%-18s %-10s %10.3f %9.2fx" % (shape, name, ms, base / ms))
+            base_chain = chain if base_chain is None else base_chain
+            rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
+                         "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3)})
+            print("%-18s %-10s %10.3f %9.2fx %12.3f %9.2fx" % (shape, name, ms, base / ms, chain, base_chain / chain))
             del layer
         torch.cuda.empty_cache()
     if args.out:
