@@ -24,23 +24,25 @@ QuantLayout quant_layout(const Recipe& recipe, Role role, std::int64_t source_ro
     fail(ErrorKind::invalid_argument, "operand {}: empty tensor [{}, {}]", name(role), source_rows,
          source_cols);
   const OperandShape shape = operand_shape(role, source_rows, source_cols);
-  const std::string where =
-      fmt::format("operand {} ({}) made from a [{}, {}] tensor is [{}, {}] with K = {}", name(role),
-                  role_info(role).description, source_rows, source_cols, shape.rows, shape.cols,
-                  shape.cols);
+  // Formatted only for an error: planners ask for layouts on every call.
+  const auto where = [&] {
+    return fmt::format("operand {} ({}) made from a [{}, {}] tensor is [{}, {}] with K = {}",
+                       name(role), role_info(role).description, source_rows, source_cols,
+                       shape.rows, shape.cols, shape.cols);
+  };
   QuantLayout l;
   l.rows = shape.rows;
   l.cols = shape.cols;
   if (s.block.kind == Block::Kind::tile && l.cols % s.block.cols != 0)
     fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the block width {} (block={})",
-         where, s.block.cols, block_text(s.block));
+         where(), s.block.cols, block_text(s.block));
   if (s.elem == ElemFormat::e2m1 && l.cols % 2 != 0)
     fail(ErrorKind::invalid_argument,
-         "{}: K must be even to pack two E2M1 codes per byte (block={})", where,
+         "{}: K must be even to pack two E2M1 codes per byte (block={})", where(),
          block_text(s.block));
   if (s.had.size != 0 && l.cols % s.had.size != 0)
     fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the Hadamard size {} (block={})",
-         where, s.had.size, block_text(s.block));
+         where(), s.had.size, block_text(s.block));
   if (s.src == Source::requant) quant_layout(recipe, role_info(role).forward, source_rows, source_cols);
   l.row_bytes = s.elem == ElemFormat::e2m1 ? l.cols / 2 : l.cols;
   switch (s.block.kind) {
