@@ -12,7 +12,8 @@ than BF16):
              GPU also waits for the host to enqueue the step's first kernels
   in a row   events around --chain forward + backward steps enqueued back to back, as a training
              loop enqueues its layers (--iters // 4 times), per step: the host runs ahead of the
-             GPU unless it needs longer per step than the GPU does
+             GPU unless it needs longer per step than the GPU does; with the SM clock read
+             while the chain runs (NVML, where PyTorch can read it)
 --out writes the table as JSON.
 """
 import argparse
@@ -40,8 +41,19 @@ def time_layer(layer, x, dy, warmup, iters):
     return statistics.median(times)
 
 
+def _clock_mhz():
+    """The SM clock now (NVML through PyTorch), or None where PyTorch cannot read it."""
+    try:
+        return torch.cuda.clock_rate()
+    except Exception:
+        return None
+
+
 def time_chain(layer, x, dy, chain, iters):
-    times = []
+    """Median per-step time of `chain` steps in a row, and the median SM clock read right after
+    each chain's last step was enqueued (the GPU is still running the chain then): sustained
+    16-bit GEMMs can lower the clock, which this makes visible."""
+    times, clocks = [], []
     for _ in range(max(iters, 1)):
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -49,9 +61,12 @@ def time_chain(layer, x, dy, chain, iters):
         for _ in range(chain):
             layer(x).backward(dy)
         end.record()
+        clock = _clock_mhz()
         end.synchronize()
         times.append(start.elapsed_time(end) / chain)
-    return statistics.median(times)
+        if clock is not None:
+            clocks.append(clock)
+    return statistics.median(times), (statistics.median(clocks) if clocks else None)
 
 
 def main(argv=None):
@@ -67,7 +82,7 @@ def main(argv=None):
         print("torch_linear_bench: no CUDA device", file=sys.stderr)
         return 2
     rows = []
-    print("%-18s %-10s %10s %10s %12s %10s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16"))
+    print("%-18s %-10s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
     for shape in args.shapes.split(","):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
         x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -78,12 +93,14 @@ def main(argv=None):
         base = base_chain = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters)
-            chain = time_chain(layer, x, dy, args.chain, args.iters // 4)
+            chain, clock = time_chain(layer, x, dy, args.chain, args.iters // 4)
             base = ms if base is None else base
             base_chain = chain if base_chain is None else base_chain
             rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
-                         "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3)})
-            print("%-18s %-10s %10.3f %9.2fx %12.3f %9.2fx" % (shape, name, ms, base / ms, chain, base_chain / chain))
+                         "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3),
+                         "in_a_row_sm_clock_mhz": clock})
+            print("%-18s %-10s %10.3f %9.2fx %12.3f %9.2fx %8s" % (shape, name, ms, base / ms, chain, base_chain / chain,
+                                                                   "-" if clock is None else "%d" % clock))
             del layer
         torch.cuda.empty_cache()
     if args.out:
