@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "core/recipe.hpp"
 #include "fp4jit/engine.hpp"
 #include "runtime/cuda/device_memory.hpp"
@@ -39,30 +40,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-std::string arg(const std::vector<std::string>& args, const std::string& name,
-                const std::string& fallback) {
-  for (std::size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == name) return args[i + 1];
-  return fallback;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t end = std::min(s.find(sep, at), s.size());
-    if (end > at) out.push_back(s.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
-// The stand-in driver's call counter, when that is the driver loaded (else null).
+// A symbol of the stand-in driver (tests/fake_driver) when that is the libcuda.so.1 loaded, else
+// null: fake_cuda_calls (calls per entry point) and fake_cuda_name (entry point i).
 using CountFn = long (*)(const char*);
 using NameFn = const char* (*)(int);
 void* fake_symbol(const char* name) {

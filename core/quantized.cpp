@@ -9,10 +9,14 @@ OperandShape operand_shape(Role role, std::int64_t source_rows, std::int64_t sou
 
 BlockIndex block_of(const Block& block, std::int64_t r, std::int64_t c) {
   switch (block.kind) {
-    case Block::Kind::tile: return {r / block.rows, c / block.cols};
-    case Block::Kind::row: return {r, 0};
-    case Block::Kind::col: return {0, c};
-    case Block::Kind::tensor: return {0, 0};
+    case Block::Kind::tile:
+      return {r / block.rows, c / block.cols};
+    case Block::Kind::row:
+      return {r, 0};
+    case Block::Kind::col:
+      return {0, c};
+    case Block::Kind::tensor:
+      return {0, 0};
   }
   return {0, 0};
 }
@@ -43,16 +47,23 @@ QuantLayout quant_layout(const Recipe& recipe, Role role, std::int64_t source_ro
   if (s.had.size != 0 && l.cols % s.had.size != 0)
     fail(ErrorKind::invalid_argument, "{}: K is not a multiple of the Hadamard size {} (block={})",
          where(), s.had.size, block_text(s.block));
-  if (s.src == Source::requant) quant_layout(recipe, role_info(role).forward, source_rows, source_cols);
+  if (s.src == Source::requant)
+    quant_layout(recipe, role_info(role).forward, source_rows, source_cols);
   l.row_bytes = s.elem == ElemFormat::e2m1 ? l.cols / 2 : l.cols;
   switch (s.block.kind) {
     case Block::Kind::tile:
       l.scale_rows = (l.rows + s.block.rows - 1) / s.block.rows;
       l.scale_cols = l.cols / s.block.cols;
       break;
-    case Block::Kind::row: l.scale_rows = l.rows, l.scale_cols = 1; break;
-    case Block::Kind::col: l.scale_rows = 1, l.scale_cols = l.cols; break;
-    case Block::Kind::tensor: l.scale_rows = l.scale_cols = 1; break;
+    case Block::Kind::row:
+      l.scale_rows = l.rows, l.scale_cols = 1;
+      break;
+    case Block::Kind::col:
+      l.scale_rows = 1, l.scale_cols = l.cols;
+      break;
+    case Block::Kind::tensor:
+      l.scale_rows = l.scale_cols = 1;
+      break;
   }
   l.scale_is_code = s.scale != ScaleFormat::fp32;
   l.two_level = s.rule == ScaleRule::two_level;
