@@ -46,9 +46,10 @@ struct GemmSm90Config {
   int raster_group = 8;
   bool raster_along_m = true;
   bool nv_interleave = false;
-  int period = 1;  // staged mx / ms_grad: K tiles per promotion segment (staged_geometry.cuh)
+  int period = 1;     // staged mx / ms_grad: K tiles per promotion segment (staged_geometry.cuh)
+  int cluster_m = 1;  // staged: CTAs per cluster along M sharing B by TMA multicast (1 or 2)
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
-  // period is not 1)
+  // period is not 1, ",cm=2" for clusters of two)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };

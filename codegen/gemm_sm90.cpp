@@ -17,9 +17,10 @@ sm90::ScaleKind kind_of(GemmPath p) {
 
 std::string GemmSm90Config::text() const {
   if (staged)
-    return fmt::format("sg=1,bn={},ps={},rg={}{}{}", block_n, packed_stages, raster_group,
+    return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n",
-                       period != 1 ? fmt::format(",pp={}", period) : std::string());
+                       period != 1 ? fmt::format(",pp={}", period) : std::string(),
+                       cluster_m != 1 ? fmt::format(",cm={}", cluster_m) : std::string());
   return fmt::format("bn={},ps={},es={},rg={}{},il={}", block_n, packed_stages, exp_stages,
                      raster_group, raster_along_m ? "m" : "n", nv_interleave ? 1 : 0);
 }
@@ -39,6 +40,9 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: pp (K tiles per promotion) must be {} for path {}", text(),
            promote ? "1, 2, 4 or 8" : "1", gemm_path_name(spec.path));
+    if (cluster_m != 1 && cluster_m != 2)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: cm (CTAs per cluster) must be 1 or 2",
+           text());
     const sm90::StagedGeometry g =
         sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
     if (g.smem_bytes > 227 * 1024)
@@ -55,6 +59,9 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
   if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
   if (period != 1)
     fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: pp applies to the staged kernel only",
+         text());
+  if (cluster_m != 1)
+    fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: cm applies to the staged kernel only",
          text());
   const sm90::GemmGeometry g =
       sm90::gemm_geometry(kind_of(spec.path), 128, block_n, packed_stages, exp_stages, 1);
@@ -146,12 +153,13 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
         "  static constexpr int kPeriod = {};\n"
         "  static constexpr int kRasterGroup = {};\n"
         "  static constexpr bool kRasterAlongM = {};\n"
+        "  static constexpr int kClusterM = {};\n"
         "  static constexpr g::OutType kOut = {};\n"
         "  static constexpr int kN = {}, kK = {};\n"
         "}};\n",
         gemm_path_name(spec.path), spec.scale_code, config.block_n, config.packed_stages,
-        config.period, config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n,
-        spec.k);
+        config.period, config.raster_group, config.raster_along_m, config.cluster_m,
+        gemm_out_name(spec.out), spec.n, spec.k);
     KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
     k.header = "gemm/sm90/staged.cuh";
     k.function = "gemm_staged_kernel";

@@ -121,6 +121,14 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
           c.splits = splits;
           consider(c);
         }
+    // Clusters of two CTAs sharing B by TMA multicast (one split): where B's L2 traffic limits.
+    if (m > 128) {
+      codegen::GemmChoice c = h;
+      c.sm90 = base;
+      c.sm90.cluster_m = 2;
+      c.splits = 1;
+      consider(c);
+    }
   }
   order_by_distance(out);
   return out;

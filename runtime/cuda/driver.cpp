@@ -137,6 +137,9 @@ Loaded load() {
       resolve(get_proc, 9000, "cuFuncSetAttribute", d.func_set_attribute, why) &&
       resolve(get_proc, 12000, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled, why) &&
       resolve(get_proc, 4000, "cuLaunchKernel", d.launch_kernel, why) &&
+      resolve(get_proc, 11060, "cuLaunchKernelEx", d.launch_kernel_ex, why) &&
+      resolve(get_proc, 11070, "cuOccupancyMaxActiveClusters", d.occupancy_max_active_clusters,
+              why) &&
       resolve(get_proc, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
               d.occupancy_max_active_blocks, why) &&
       resolve(get_proc, 3020, "cuMemAlloc", d.mem_alloc, why) &&

@@ -31,6 +31,8 @@ struct Driver {
   decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;  // GEMM: dynamic smem limit
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // GEMM: TMA descriptors
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;  // GEMM clusters
+  decltype(&::cuOccupancyMaxActiveClusters) occupancy_max_active_clusters = nullptr;
   // Persistent launches: CTAs per SM.
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks = nullptr;
   decltype(&::cuMemAlloc) mem_alloc = nullptr;

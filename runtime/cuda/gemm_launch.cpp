@@ -4,6 +4,7 @@
 // compensation kernels when asked for.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/log.hpp"
@@ -161,14 +162,39 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
                                      const GemmShape& shape, gemm::GemmParams& p, CUstream s) {
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
                               plan.block_m, plan.swizzle_bytes);
-  CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
-                              plan.block_n, plan.swizzle_bytes);
+  CUtensorMap tb =
+      tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
+                 plan.b_box_rows > 0 ? plan.b_box_rows : plan.block_n, plan.swizzle_bytes);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
-  check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
-                         static_cast<unsigned>(plan.threads), 1, 1,
-                         static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
-        "cuLaunchKernel (GEMM)");
+  if (plan.cluster_m <= 1) {
+    check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
+                           static_cast<unsigned>(plan.threads), 1, 1,
+                           static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
+          "cuLaunchKernel (GEMM)");
+    return;
+  }
+  // Clusters along x: the persistent grid is as many whole clusters as can be resident at once
+  // (the GPCs may hold fewer pairs than SMs / 2).
+  const int resident =
+      modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, plan.cluster_m);
+  const int grid = std::min(plan.choice.grid, resident * plan.cluster_m);
+  debug("GEMM {}: clusters of {} CTAs, {} resident at once, grid {}", plan.choice.sm90.text(),
+        plan.cluster_m, resident, grid);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(plan.cluster_m);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(grid);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(plan.threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(plan.smem_bytes);
+  config.hStream = s;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  check(d_.launch_kernel_ex(&config, fn, params, nullptr), "cuLaunchKernelEx (GEMM cluster)");
 }
 
 void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,

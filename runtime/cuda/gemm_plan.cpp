@@ -28,8 +28,13 @@ int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Confi
   return config.staged ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
 }
 
-int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits,
-              int sm_count) {
+int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count,
+              int cluster_m) {
+  if (cluster_m > 1) {  // whole clusters, each on kCluster row tiles of one column tile
+    const std::int64_t units = sm90::sm90_tiles((m + cluster_m - 1) / cluster_m, spec.n, block_n);
+    return static_cast<int>(std::min<std::int64_t>(units * splits, sm_count / cluster_m)) *
+           cluster_m;
+  }
   const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, block_n);
   return static_cast<int>(std::min<std::int64_t>(tiles * splits, sm_count));
 }
@@ -72,6 +77,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.raster_along_m = along_m;
     } else if (key == "pp" && !sm100) {
       c.sm90.period = v;
+    } else if (key == "cm" && !sm100) {
+      c.sm90.cluster_m = v;
     } else if (key == "il" && !sm100) {
       c.sm90.nv_interleave = v != 0;
     } else if (key == "sk" && !sm100) {
@@ -93,7 +100,10 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   if (c.splits < 1 || c.splits > units)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles{})",
          text, c.splits, units, units != sm90_k_tiles(spec) ? ", in promotion segments" : "");
-  c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count);
+  if (c.sm90.cluster_m > 1 && c.splits > 1)
+    fail(ErrorKind::invalid_argument, "GEMM choice '{}': clusters (cm={}) take no split-K (sk=1)",
+         text, c.sm90.cluster_m);
+  c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count, c.sm90.cluster_m);
   return c;
 }
 
@@ -130,6 +140,8 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = p.b_box_bytes = 128;
     p.swizzle_bytes = 128;
+    p.cluster_m = c.cluster_m;
+    p.b_box_rows = c.block_n / c.cluster_m;  // each CTA of a cluster loads its part of B
     p.a_code_row_bytes = p.a_row_bytes;
     p.b_code_row_bytes = p.b_row_bytes;
     p.a_row_bytes = shape.k * g.elem_bytes;

@@ -19,8 +19,10 @@ struct GemmPlan {
   codegen::KernelSource kernel;
   int block_m = 128, block_n = 128;
   int threads = 0, smem_bytes = 0;
-  int a_box_bytes = 0, b_box_bytes = 0;           // TMA box widths (bytes of one row per K tile)
-  int swizzle_bytes = 0;                          // TMA swizzle: 0, 64 or 128
+  int a_box_bytes = 0, b_box_bytes = 0;  // TMA box widths (bytes of one row per K tile)
+  int swizzle_bytes = 0;                 // TMA swizzle: 0, 64 or 128
+  int cluster_m = 1;   // CTAs per cluster along M (staged; launched with a cluster dimension)
+  int b_box_rows = 0;  // rows of B's TMA box (0: block_n)
   std::int64_t a_row_bytes = 0, b_row_bytes = 0;  // bytes of codes per operand row (TMA row pitch)
   std::int64_t tiles = 0;                         // output tiles
   std::int64_t workspace_floats = 0;              // split-K partial sums (0 without split-K)
@@ -56,8 +58,10 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
 int sm90_k_tiles(const codegen::GemmSpec& spec);
 // What split-K divides: K tiles, or for the staged kernel whole promotion segments.
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config);
-// Persistent grid: min(tiles * splits, SMs).
-int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count);
+// Persistent grid: min(tiles * splits, SMs); with clusters of cluster_m CTAs along M, whole
+// clusters: cluster_m * min(cluster tiles * splits, SMs / cluster_m).
+int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count,
+              int cluster_m = 1);
 
 // SMs the heuristic assumes when compiling ahead of time without a device: 132 (H100 / H200 SXM)
 // for sm_90a, 148 (B200) for sm_100a.

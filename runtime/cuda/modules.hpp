@@ -54,6 +54,10 @@ class ModuleRegistry {
   // The kernel's function with its dynamic shared-memory limit raised to at least `bytes` (one
   // cuFuncSetAttribute per kernel and larger size). Thread-safe.
   CUfunction function_with_smem(const codegen::KernelSource& kernel, int bytes);
+  // How many clusters of `cluster` CTAs (along x) of the kernel can be resident at once with
+  // `block` threads and `smem` bytes of dynamic shared memory each, at least 1; asked of the driver
+  // once per kernel and launch shape. Thread-safe.
+  int max_active_clusters(const codegen::KernelSource& kernel, int block, int smem, int cluster);
 
   struct Counts {
     int compiled = 0, from_cache = 0;
@@ -67,6 +71,8 @@ class ModuleRegistry {
     CUfunction function = nullptr;
     int occupancy_block = 0, occupancy = 0;  // the last blocks_per_sm answer
     int smem_limit = 0;                      // the dynamic shared memory allowed so far
+    long long clusters_key = 0;              // the last max_active_clusters question
+    int clusters = 0;                        // and its answer
   };
   const Driver& d_;
   CUcontext ctx_;

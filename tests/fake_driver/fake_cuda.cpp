@@ -47,6 +47,8 @@ enum Counter : int {
   k_func_set_attribute,
   k_tensor_map_encode_tiled,
   k_launch_kernel,
+  k_launch_kernel_ex,
+  k_occupancy_clusters,
   k_occupancy,
   k_mem_alloc,
   k_mem_free,
@@ -96,6 +98,8 @@ constexpr const char* kNames[k_count] = {
     "cuFuncSetAttribute",
     "cuTensorMapEncodeTiled",
     "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuOccupancyMaxActiveClusters",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuMemAlloc",
     "cuMemFree",
@@ -278,6 +282,18 @@ CUresult f_launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, uns
                          unsigned, CUstream, void**, void**) {
   return count(k_launch_kernel);
 }
+CUresult f_launch_kernel_ex(const CUlaunchConfig*, CUfunction, void**, void**) {
+  return count(k_launch_kernel_ex);
+}
+CUresult f_occupancy_clusters(int* n, CUfunction, const CUlaunchConfig* config) {
+  unsigned size = 1;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      size = config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
+             config->attrs[i].value.clusterDim.z;
+  *n = kSmCount / static_cast<int>(size);
+  return count(k_occupancy_clusters);
+}
 CUresult f_occupancy(int* n, CUfunction, int, std::size_t) {
   *n = 1;
   return count(k_occupancy);
@@ -408,6 +424,8 @@ void* const kEntries[k_count] = {
     reinterpret_cast<void*>(&f_func_set_attribute),
     reinterpret_cast<void*>(&f_tensor_map_encode_tiled),
     reinterpret_cast<void*>(&f_launch_kernel),
+    reinterpret_cast<void*>(&f_launch_kernel_ex),
+    reinterpret_cast<void*>(&f_occupancy_clusters),
     reinterpret_cast<void*>(&f_occupancy),
     reinterpret_cast<void*>(&f_mem_alloc),
     reinterpret_cast<void*>(&f_mem_free),

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,47 @@ TEST_F(FakeDriverTest, HostPointersAreRefusedByName) {
   engine_->quantize(r, Role::x, second, q, QuantizeArgs{}, nullptr);
   EXPECT_EQ(pointer_queries(), 0);
   EXPECT_EQ(calls("cuLaunchKernel"), 1);
+}
+
+// A staged GEMM in clusters of two goes through cuLaunchKernelEx with the cluster dimension, its
+// resident-cluster count asked once per kernel; a plain choice through cuLaunchKernel.
+TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const GemmShape s{1024, 512, 512};
+  const auto operand = [&](Role role, std::int64_t rows, cuda::DeviceBuffer& codes,
+                           cuda::DeviceBuffer& scales) {
+    const QuantLayout l = engine_->layout(r, role, rows, s.k);
+    codes = cuda::DeviceBuffer(static_cast<std::size_t>(l.code_bytes()));
+    scales = cuda::DeviceBuffer(static_cast<std::size_t>(l.scale_count()));
+    QuantizedView q;
+    q.codes = codes.get<std::uint8_t>();
+    q.scales = scales.get();
+    return q;
+  };
+  cuda::DeviceBuffer ac, as, bc, bs, out(static_cast<std::size_t>(s.m * s.n * 2));
+  const QuantizedView a = operand(Role::x, s.m, ac, as), b = operand(Role::w, s.n, bc, bs);
+  const TensorView y{out.get(), DType::bf16, s.m, s.n};
+  struct Choice {
+    explicit Choice(const char* text) { setenv("FP4JIT_SM90_GEMM", text, 1); }
+    ~Choice() { unsetenv("FP4JIT_SM90_GEMM"); }
+  };
+  {
+    Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1");
+    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);  // compiles and loads
+    reset_();
+    for (int i = 0; i < 3; ++i) engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 3);
+    EXPECT_EQ(calls("cuOccupancyMaxActiveClusters"), 0) << "asked once per kernel, before";
+  }
+  {
+    Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1");
+    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    reset_();
+    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 0);
+    EXPECT_GE(calls("cuLaunchKernel"), 1);
+  }
 }
 
 }  // namespace

@@ -287,6 +287,19 @@ std::vector<GemmCase> gemm_cases() {
     for (const auto& op : gemm_op_names())
       for (const GemmShape& s : {GemmShape{1000, 3000, 4096}, GemmShape{768, 1440, 1440}})
         out.push_back({recipe, op.value, s, "sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1", false});
+  // Clusters of two CTAs sharing B (TMA multicast), every staged path; 1000 and 8191 rows leave
+  // the second CTA of the last cluster (partly) past M; a stress case takes the fallback.
+  for (const auto& [recipe, choice] :
+       {std::pair<const char*, const char*>{"mxfp4", "sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1"},
+        {"tetrajet", "sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1"},
+        {"nvfp4", "sg=1,bn=256,ps=4,rg=8m,cm=2,sk=1"},
+        {"msfp4", "sg=1,bn=128,ps=6,rg=8m,cm=2,sk=1"}})
+    for (const auto& op : gemm_op_names()) {
+      for (const GemmShape& s :
+           {GemmShape{1000, 3000, 4096}, GemmShape{8191, 129, 2048}, GemmShape{768, 1440, 1440}})
+        out.push_back({recipe, op.value, s, choice, false});
+      out.push_back({recipe, op.value, {640, 384, 1024}, choice, true});
+    }
   return out;
 }
 

@@ -70,6 +70,12 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
       c = codegen::default_sm90_staged_config(spec, 192);
       out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
     }
+    // Clusters of two CTAs sharing B by TMA multicast: the widest tile of the path.
+    {
+      codegen::GemmSm90Config cl = codegen::default_sm90_staged_config(spec, promote ? 192 : 256);
+      cl.cluster_m = 2;
+      out.push_back(codegen::gemm_sm90_kernel(spec, cl, arch));
+    }
     if (promote)
       for (int period : {1, 8}) {
         c.period = period;
@@ -201,6 +207,17 @@ TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {
   EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=8", mx).splits, 8);
   rejects("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=9", mx, "1..8 (K tiles, in promotion segments)");
   EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=1,sk=32", mx).splits, 32);
+  // Clusters: staged only, 1 or 2 CTAs, no split-K; the grid is whole clusters.
+  {
+    const codegen::GemmChoice c = parse("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1", mx);
+    EXPECT_EQ(c.sm90.cluster_m, 2);
+    EXPECT_EQ(cuda::gemm_choice_text(c, "sm_90a"), "sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1");
+    EXPECT_EQ(c.grid % 2, 0);
+    EXPECT_LE(c.grid, 132);
+  }
+  rejects("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=3,sk=1", mx, "cm (CTAs per cluster) must be 1 or 2");
+  rejects("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=2", mx, "clusters (cm=2) take no split-K");
+  rejects("bn=128,ps=7,es=4,rg=8m,il=0,cm=2,sk=1", mx, "cm applies to the staged kernel only");
 }
 
 TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {

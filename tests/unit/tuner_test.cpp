@@ -305,6 +305,11 @@ TEST(CudaSpace, Sm90GemmCandidatesArePrunedBeforeCompiling) {
         return c.choice.sm90.staged && c.choice.sm90.block_n == 192;
       })) << preset;
     }
+    // Clusters of two (staged, one split, an even grid) are searched.
+    EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const auto& c) {
+      return c.choice.sm90.staged && c.choice.sm90.cluster_m == 2 && c.choice.splits == 1 &&
+             c.choice.grid % 2 == 0;
+    })) << preset;
     // Both sm90 kernels are searched.
     const auto staged = std::count_if(space.begin(), space.end(),
                                       [](const auto& c) { return c.choice.sm90.staged; });

@@ -49,7 +49,9 @@ struct GemmConfigBase {
   static constexpr OutType kOut = OutType::bf16;
   static constexpr int kRasterGroup = 8;       // tiles of the grouped dimension per raster band
   static constexpr bool kRasterAlongM = true;  // consecutive tiles walk M inside a band of N
-  static constexpr int kClusterM = 1, kClusterN = 1;  // TMA multicast: not implemented yet
+  // CTAs per cluster sharing an operand by TMA multicast: the staged kernel takes kClusterM = 2
+  // (B shared along M); the fused kernel none.
+  static constexpr int kClusterM = 1, kClusterN = 1;
   static constexpr int kPromoteTiles = 0;  // ms: promote the accumulator every N K tiles (0: never)
   static constexpr int kPeriod = 1;        // staged mx / ms_grad: K tiles per promotion segment
   static constexpr int kTransformWGs =

@@ -77,6 +77,18 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, unsi
       "l"(reinterpret_cast<unsigned long long>(desc)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
       : "memory");
 }
+// The same load multicast to the CTAs of `mask` in the cluster: each receives the box at the same
+// shared-memory offset, and its barrier at bar's offset gets the bytes' completion.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* desc,
+                                                      unsigned long long* bar, int c0, int c1,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<unsigned long long>(desc)), "r"(c0), "r"(c1), "r"(smem_u32(bar)),
+      "h"(mask)
+      : "memory");
+}
 __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(desc))
                : "memory");
@@ -111,6 +123,31 @@ __device__ __forceinline__ unsigned long long smem_desc_sw128(unsigned smem_addr
   const unsigned long long lbo = 1;          // unused for swizzled K-major layouts
   const unsigned long long sbo = 1024 >> 4;  // stride between 8-row groups
   return start | (lbo << 16) | (sbo << 32) | (1ull << 62);
+}
+
+// ---- clusters ---------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster (none may have exited): arrive, then wait; release /
+// acquire order shared-memory writes (barrier initialization included) across the cluster.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+// One arrival on the mbarrier at bar's offset in the shared memory of cluster CTA `rank`, with
+// the arrive's default (CTA-scope) release: what it orders is this thread's completed reads of
+// a stage (wgmma_wait) before the peer's next TMA write into it; a cluster-scope release costs
+// a fence per arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
+      "r"(rank)
+      : "memory");
 }
 
 // ---- registers, barriers, reductions ---------------------------------------------------------

@@ -21,7 +21,12 @@
 //                shared with the fused kernel; split-K splits whole segments
 // The same K permutation (ms) is applied to both operands by the expansion, so the product is
 // unchanged. Host side: runtime/cuda/gemm_launch.cpp (tensor maps: uint8, row pitch = bytes of an
-// expanded row, box {128, 128} and {128, BLOCK_N}, CU_TENSOR_MAP_SWIZZLE_128B).
+// expanded row, box {128, 128} and {128, BLOCK_N / kClusterM}, CU_TENSOR_MAP_SWIZZLE_128B).
+// Clusters (Cfg::kClusterM = 2, launched with a cluster dimension, one split): the two CTAs of a
+// cluster take the two 128-row halves of a 256-row tile of one column tile; each loads half of the
+// B tile and multicasts it into both, so a stage is refilled once the consumers of both CTAs have
+// released it (the empty barriers count 16 warps). On an H200 at LLaMA shapes no faster than one
+// CTA (bench/gemm_sm90_notes.md): a tuner candidate, not the heuristic's.
 #pragma once
 #include "gemm/sm90/config.cuh"
 #include "gemm/sm90/consumer.cuh"
@@ -53,6 +58,11 @@ struct StagedTraits {
   static constexpr unsigned kTmaBytes = G.tma_bytes;    // a segment's last K tile
   static constexpr unsigned kTileBytes = G.tile_bytes;  // its other K tiles
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  // CTAs per cluster along M (1 or 2): a pair works on two row tiles of one column tile and each
+  // CTA loads half of the B tile, multicast into both (half of B's L2 -> SM traffic).
+  static constexpr int kCluster = Cfg::kClusterM;
+  static constexpr int kBRows = BLOCK_N / kCluster;  // rows of B one CTA loads per K tile
+  static constexpr unsigned kBPartBytes = kBRows * 128;
 
   static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "BLOCK_N: 64, 128, 192 or 256");
@@ -61,6 +71,9 @@ struct StagedTraits {
   static_assert(staged_period_ok(kPromote, kPeriod),
                 "kPeriod: 1, 2, 4 or 8 where the path promotes, else 1");
   static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
+  static_assert((kCluster == 1 || kCluster == 2) && Cfg::kClusterN == 1,
+                "staged clusters: 1 or 2 CTAs along M");
+  static_assert(kBRows % 8 == 0, "a CTA's part of B: whole 8-row swizzle atoms");
   static_assert(G.smem_bytes <= 227 * 1024,
                 "shared memory exceeds 227 KB: fewer stages or a smaller tile");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
@@ -128,6 +141,20 @@ __device__ __forceinline__ void staged_mma(float (&d)[T::kAccum], unsigned a_row
   fence_operands(d);
 }
 
+// Releases stage s: one arrival per warp on its empty barrier in every CTA of the cluster (the
+// CTAs' multicast loads write each other's stages).
+template <class T, class Smem>
+__device__ __forceinline__ void staged_release(const Smem& sm, int s) {
+  if constexpr (T::kCluster == 1) {
+    warp_arrive(sm.empty(s));
+  } else {
+    // Lane r arrives on CTA r's barrier (the arrivals in parallel).
+    __syncwarp();
+    const unsigned lane = threadIdx.x & 31;
+    if (lane < static_cast<unsigned>(T::kCluster)) mbar_arrive_cluster(sm.empty(s), lane);
+  }
+}
+
 // acc += tmp * a_factor[row] * b_factor[col] with stage s's factors (the segment's; ms_grad: one
 // factor per segment, stored for every column), then stage s is released.
 template <class T, class Smem>
@@ -161,7 +188,7 @@ __device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRow
     acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
     acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
   }
-  warp_arrive(sm.empty(s));
+  staged_release<T>(sm, s);
 }
 
 template <class Cfg>
@@ -180,49 +207,67 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < T::kStages; ++s) {
       mbar_init(sm.full(s), 1);
-      mbar_init(sm.empty(s), 8);  // one arrive per consumer warp
+      mbar_init(sm.empty(s), 8 * T::kCluster);  // one arrive per consumer warp of the cluster
     }
     fence_barrier_init();
     tma_prefetch_desc(&tma_a);
     tma_prefetch_desc(&tma_b);
   }
   __syncthreads();
+  if constexpr (T::kCluster > 1) cluster_sync();  // the peer's barriers exist before any arrival
+  const int rank = T::kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;
+  const int first = T::kCluster > 1 ? static_cast<int>(blockIdx.x) / T::kCluster : blockIdx.x;
+  const int stride = T::kCluster > 1 ? static_cast<int>(gridDim.x) / T::kCluster : gridDim.x;
 
-  using Sched = TileScheduler<T::BLOCK_M, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+  // A cluster's unit covers kCluster row tiles (split-K is not combined with clusters: the host
+  // launches clusters only with one split); this CTA takes the rank-th.
+  using Sched =
+      TileScheduler<T::BLOCK_M * T::kCluster, T::BLOCK_N, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
   const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
   // Split-K and the scheduler count whole segments; unit.kt_* are scaled to K tiles below.
   const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
   const auto k_range = [&](WorkUnit& w) {
     w.kt_begin *= T::kPeriod;
     w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
+    w.m0 += rank * T::BLOCK_M;
   };
   RingPos<T::kStages> pos;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
-    if (tid != 0) return;
-    for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
-      WorkUnit w = sched.unit(u);
-      k_range(w);
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        const int s = pos.slot();
-        // The segment's factors travel with its last K tile, where the consumers promote.
-        const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
-        const long long seg = kt / T::kPeriod;
-        mbar_wait(sm.empty(s), pos.empty_parity());
-        mbar_arrive_expect_tx(sm.full(s), seg_last ? T::kTmaBytes : T::kTileBytes);
-        tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
-        tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
-        if constexpr (T::kAFactor)
-          if (seg_last)
-            bulk_load(sm.factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
-                      T::G.a_factor_bytes, sm.full(s));
-        if constexpr (T::kBFactor)
-          if (seg_last)
-            bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
-                      p.b_factor + seg * p.b_factor_ld + w.n0, T::G.b_factor_bytes, sm.full(s));
-        ++pos.count;
+    if (tid == 0) {
+      for (int u = first; u < sched.units; u += stride) {
+        WorkUnit w = sched.unit(u);
+        k_range(w);
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          const int s = pos.slot();
+          // The segment's factors travel with its last K tile, where the consumers promote.
+          const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
+          const long long seg = kt / T::kPeriod;
+          mbar_wait(sm.empty(s), pos.empty_parity());
+          mbar_arrive_expect_tx(sm.full(s), seg_last ? T::kTmaBytes : T::kTileBytes);
+          tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+          if constexpr (T::kCluster > 1)
+            tma_load_2d_multicast(sm.b_ptr(s) + rank * T::kBPartBytes, &tma_b, sm.full(s), 128 * kt,
+                                  w.n0 + rank * T::kBRows,
+                                  static_cast<unsigned short>((1u << T::kCluster) - 1u));
+          else
+            tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
+          if constexpr (T::kAFactor)
+            if (seg_last)
+              bulk_load(sm.factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                        T::G.a_factor_bytes, sm.full(s));
+          if constexpr (T::kBFactor)
+            if (seg_last)
+              bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
+                        p.b_factor + seg * p.b_factor_ld + w.n0, T::G.b_factor_bytes, sm.full(s));
+          ++pos.count;
+        }
       }
+    }
+    if constexpr (T::kCluster > 1) {
+      __syncwarp();
+      cluster_sync();  // no CTA leaves while its peer may still arrive on its barriers
     }
     return;
   }
@@ -234,7 +279,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
   rw.r1 = rw.r0 + 8;
   rw.tig = lane & 3;
-  for (int u = blockIdx.x; u < sched.units; u += gridDim.x) {
+  for (int u = first; u < sched.units; u += stride) {
     WorkUnit w = sched.unit(u);
     k_range(w);
     float acc[T::kAccum];
@@ -247,12 +292,12 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
         mbar_wait(sm.full(s), pos.full_parity());
         staged_mma<T>(acc, sm.a(s) + wg * 64 * 128, sm.b(s), true);
         wgmma_wait<1>();
-        if (prev >= 0) warp_arrive(sm.empty(prev));
+        if (prev >= 0) staged_release<T>(sm, prev);
         prev = s;
         ++pos.count;
       }
       wgmma_wait<0>();
-      if (prev >= 0) warp_arrive(sm.empty(prev));
+      if (prev >= 0) staged_release<T>(sm, prev);
     } else {
       // One segment at a time into tmp; after its last K tile wait for the tensor cores and
       // promote (which releases that stage).
@@ -269,7 +314,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
           staged_mma<T>(tmp, sm.a(next) + wg * 64 * 128, sm.b(next), true);
           ++pos.count;
           wgmma_wait<1>();
-          warp_arrive(sm.empty(s));
+          staged_release<T>(sm, s);
           s = next;
         }
         wgmma_wait<0>();
@@ -277,6 +322,10 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
       }
     }
     if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) epilogue_store<Cfg, T>(p, w, rw, acc);
+  }
+  if constexpr (T::kCluster > 1) {
+    __syncwarp();
+    cluster_sync();
   }
 #endif
 }
