@@ -76,7 +76,9 @@ class CudaBackend final : public Backend {
   void launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
                           const GemmShape& shape, gemm::GemmParams& p, CUstream s);
   // Error(invalid_argument) naming `what` unless the GPU can address p (null passes). The
-  // driver is asked once per allocation: the ranges it reports are remembered (addressable_).
+  // driver is asked once per allocation: the ranges it reports are remembered (addressable_), so
+  // a range freed and then passed again is not asked about again (using freed memory is the
+  // caller's error; the driver's address ranges of device memory never hold host memory).
   void check_device_pointer(const void* p, std::string_view what) const;
 
   const Driver& d_;

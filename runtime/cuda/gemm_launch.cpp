@@ -181,19 +181,9 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
   const int grid = std::min(plan.choice.grid, resident * plan.cluster_m);
   debug("GEMM {}: clusters of {} CTAs, {} resident at once, grid {}", plan.choice.sm90.text(),
         plan.cluster_m, resident, grid);
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(plan.cluster_m);
-  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(grid);
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = static_cast<unsigned>(plan.threads);
-  config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = static_cast<unsigned>(plan.smem_bytes);
-  config.hStream = s;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  CUlaunchAttribute attr;
+  const CUlaunchConfig config =
+      cluster_launch_config(grid, plan.threads, plan.smem_bytes, s, plan.cluster_m, attr);
   check(d_.launch_kernel_ex(&config, fn, params, nullptr), "cuLaunchKernelEx (GEMM cluster)");
 }
 

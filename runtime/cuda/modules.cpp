@@ -70,18 +70,9 @@ int ModuleRegistry::max_active_clusters(const codegen::KernelSource& kernel, int
   const long long key = (static_cast<long long>(block) << 40) |
                         (static_cast<long long>(cluster) << 32) | static_cast<unsigned>(smem);
   if (l.clusters_key != key) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = static_cast<unsigned>(cluster);
-    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-    CUlaunchConfig config{};
-    config.gridDimX = static_cast<unsigned>(cluster);
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = static_cast<unsigned>(block);
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = static_cast<unsigned>(smem);
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    CUlaunchAttribute attr;
+    const CUlaunchConfig config =
+        cluster_launch_config(cluster, block, smem, nullptr, cluster, attr);
     int n = 0;
     check(d_.occupancy_max_active_clusters(&n, fn, &config), "cuOccupancyMaxActiveClusters");
     l.clusters_key = key;

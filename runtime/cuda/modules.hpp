@@ -37,6 +37,27 @@ class ContextGuard {
   bool pushed_ = false;
 };
 
+// A launch of `grid` CTAs of `block` threads with `smem` bytes of dynamic shared memory each, in
+// clusters of `cluster` CTAs along x; `attr` (the caller's, alive while the config is used) holds
+// the cluster dimension.
+inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstream stream,
+                                            int cluster, CUlaunchAttribute& attr) {
+  attr = CUlaunchAttribute{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(grid);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(block);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(smem);
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return config;
+}
+
 class ModuleRegistry {
  public:
   // `cache` may be null (no persistent cache); it must outlive the registry.
