@@ -22,29 +22,7 @@ import torch
 import fp4jit
 import fp4jit.torch as fp4
 from fp4jit import _arrays, _lib
-
-
-def _cycles_per_second():
-    torch.cuda._sleep(1000)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    torch.cuda._sleep(1_000_000)
-    torch.cuda.synchronize()
-    return 1_000_000 / (time.perf_counter() - t0)
-
-
-def host_us(fn, calls, rounds, cps):
-    fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(rounds):
-        torch.cuda._sleep(int(cps * 0.004 * calls))  # 4 ms a call: longer than any piece enqueues
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) * 1e6 / calls)
-        torch.cuda.synchronize()
-    return best
+from torch_busy_host import busy_host_us, sleep_cycles_per_second
 
 
 def line_times(code, fn, steps):
@@ -182,11 +160,11 @@ def main(argv=None):
         ("dy.sum(0) (the bias gradient)", lambda: dy.sum(0)),
         ("layer.seeds()", layer.seeds),
     ]
-    cps = _cycles_per_second()
+    cps = sleep_cycles_per_second()
     print("%s %s, %s, torch %s" % (args.recipe, args.shape, torch.cuda.get_device_name(), torch.__version__))
     for name, fn in pieces:
         try:
-            us = host_us(fn, args.calls, args.rounds, cps)
+            us = busy_host_us(fn, args.calls, args.rounds, cycles_per_s=cps)
             print("  %-56s %8.1f us" % (name, us))
         except Exception as e:  # a piece that does not apply (e.g. shapes) is named, not fatal
             print("  %-56s failed: %s" % (name, e))
@@ -209,7 +187,7 @@ def main(argv=None):
     f.forward = timed("forward body", original[0])
     f.backward = timed("backward body", original[1])
     try:
-        step = host_us(lambda: layer(x).backward(dy), args.calls, args.rounds, cps)
+        step = busy_host_us(lambda: layer(x).backward(dy), args.calls, args.rounds, cycles_per_s=cps)
     finally:
         f.forward, f.backward = staticmethod(original[0]), staticmethod(original[1])
     print("  fp4 step with its Function's bodies timed: %.1f us a step, of which" % step)

@@ -25,6 +25,7 @@ import torch
 
 import fp4jit
 import fp4jit.torch as fp4
+from torch_busy_host import busy_host_us
 
 _host_us = {}
 
@@ -90,22 +91,7 @@ def summarize(call):
 def host_enqueue_us(layer, x, dy, steps=10, rounds=3):
     """Host time of one forward + backward while the GPU is kept busy (a sleep kernel queued
     first, so no launch waits for the GPU): what the host needs to enqueue a step."""
-    torch.cuda._sleep(1000)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    torch.cuda._sleep(1_000_000)
-    torch.cuda.synchronize()
-    cycles_per_s = 1_000_000 / (time.perf_counter() - t0)
-    best = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        torch.cuda._sleep(int(cycles_per_s * 0.005 * steps))  # 5 ms a step: more than any enqueue
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            layer(x).backward(dy)
-        best.append((time.perf_counter() - t0) * 1e6 / steps)
-    torch.cuda.synchronize()
-    return min(best)
+    return busy_host_us(lambda: layer(x).backward(dy), steps, rounds, ms_per_call=5.0)
 
 
 def profile_layer(layer, x, dy, warmup, iters):

@@ -162,9 +162,9 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
                                      const GemmShape& shape, gemm::GemmParams& p, CUstream s) {
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
                               plan.block_m, plan.swizzle_bytes);
-  CUtensorMap tb =
-      tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
-                 plan.b_box_rows > 0 ? plan.b_box_rows : plan.block_n, plan.swizzle_bytes);
+  // With clusters each CTA loads its part of B (staged.cuh).
+  CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
+                              plan.block_n / plan.cluster_m, plan.swizzle_bytes);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
   if (plan.cluster_m <= 1) {
@@ -179,8 +179,6 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
   const int resident =
       modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, plan.cluster_m);
   const int grid = std::min(plan.choice.grid, resident * plan.cluster_m);
-  debug("GEMM {}: clusters of {} CTAs, {} resident at once, grid {}", plan.choice.sm90.text(),
-        plan.cluster_m, resident, grid);
   CUlaunchAttribute attr;
   const CUlaunchConfig config =
       cluster_launch_config(grid, plan.threads, plan.smem_bytes, s, plan.cluster_m, attr);

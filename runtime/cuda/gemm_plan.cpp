@@ -30,13 +30,9 @@ int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Confi
 
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count,
               int cluster_m) {
-  if (cluster_m > 1) {  // whole clusters, each on kCluster row tiles of one column tile
-    const std::int64_t units = sm90::sm90_tiles((m + cluster_m - 1) / cluster_m, spec.n, block_n);
-    return static_cast<int>(std::min<std::int64_t>(units * splits, sm_count / cluster_m)) *
-           cluster_m;
-  }
-  const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, block_n);
-  return static_cast<int>(std::min<std::int64_t>(tiles * splits, sm_count));
+  // Whole clusters, each on cluster_m row tiles of one column tile (one CTA: a tile).
+  const std::int64_t units = sm90::sm90_tiles((m + cluster_m - 1) / cluster_m, spec.n, block_n);
+  return static_cast<int>(std::min<std::int64_t>(units * splits, sm_count / cluster_m)) * cluster_m;
 }
 
 std::string gemm_choice_text(const codegen::GemmChoice& choice, const std::string& target) {
@@ -141,7 +137,6 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.a_box_bytes = p.b_box_bytes = 128;
     p.swizzle_bytes = 128;
     p.cluster_m = c.cluster_m;
-    p.b_box_rows = c.block_n / c.cluster_m;  // each CTA of a cluster loads its part of B
     p.a_code_row_bytes = p.a_row_bytes;
     p.b_code_row_bytes = p.b_row_bytes;
     p.a_row_bytes = shape.k * g.elem_bytes;

@@ -21,8 +21,7 @@ struct GemmPlan {
   int threads = 0, smem_bytes = 0;
   int a_box_bytes = 0, b_box_bytes = 0;  // TMA box widths (bytes of one row per K tile)
   int swizzle_bytes = 0;                 // TMA swizzle: 0, 64 or 128
-  int cluster_m = 1;   // CTAs per cluster along M (staged; launched with a cluster dimension)
-  int b_box_rows = 0;  // rows of B's TMA box (0: block_n)
+  int cluster_m = 1;  // CTAs per cluster along M (staged; launched with a cluster dimension)
   std::int64_t a_row_bytes = 0, b_row_bytes = 0;  // bytes of codes per operand row (TMA row pitch)
   std::int64_t tiles = 0;                         // output tiles
   std::int64_t workspace_floats = 0;              // split-K partial sums (0 without split-K)

@@ -1,5 +1,7 @@
 #include "runtime/cuda/modules.hpp"
 
+#include "core/log.hpp"
+
 #include <chrono>
 
 #include "runtime/cuda/kernel_binary.hpp"
@@ -77,6 +79,7 @@ int ModuleRegistry::max_active_clusters(const codegen::KernelSource& kernel, int
     check(d_.occupancy_max_active_clusters(&n, fn, &config), "cuOccupancyMaxActiveClusters");
     l.clusters_key = key;
     l.clusters = n < 1 ? 1 : n;
+    debug("{}: {} clusters of {} CTAs resident at once", kernel.key_text, l.clusters, cluster);
   }
   return l.clusters;
 }

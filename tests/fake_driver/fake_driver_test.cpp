@@ -51,16 +51,17 @@ class FakeDriverTest : public test_util::TempDirTest {
 
 // A linear layer's buffers in (fake) device memory.
 struct Layer {
-  Layer(const Recipe& r, const LinearShape& s)
+  Layer(const Recipe& r, const LinearShape& s) : Layer(s, Engine::linear_buffers(r, s)) {}
+  Layer(const LinearShape& s, const LinearBuffers& b)
       : shape(s),
         x(bytes(s.tokens, s.in)),
         w(bytes(s.out, s.in)),
         y(bytes(s.tokens, s.out)),
         dx(bytes(s.tokens, s.in)),
         dw(bytes(s.out, s.in)),
-        saved(static_cast<std::size_t>(Engine::linear_buffers(r, s).saved_bytes)),
-        fwd(static_cast<std::size_t>(Engine::linear_buffers(r, s).forward_scratch_bytes)),
-        bwd(static_cast<std::size_t>(Engine::linear_buffers(r, s).backward_scratch_bytes)) {}
+        saved(static_cast<std::size_t>(b.saved_bytes)),
+        fwd(static_cast<std::size_t>(b.forward_scratch_bytes)),
+        bwd(static_cast<std::size_t>(b.backward_scratch_bytes)) {}
   static std::size_t bytes(std::int64_t r, std::int64_t c) {
     return static_cast<std::size_t>(r * c * 2);
   }

@@ -215,9 +215,10 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   }
   __syncthreads();
   if constexpr (T::kCluster > 1) cluster_sync();  // the peer's barriers exist before any arrival
+  // Cluster c = blockIdx.x / kCluster takes units c, c + clusters, ...
   const int rank = T::kCluster > 1 ? static_cast<int>(cluster_ctarank()) : 0;
-  const int first = T::kCluster > 1 ? static_cast<int>(blockIdx.x) / T::kCluster : blockIdx.x;
-  const int stride = T::kCluster > 1 ? static_cast<int>(gridDim.x) / T::kCluster : gridDim.x;
+  const int first = static_cast<int>(blockIdx.x) / T::kCluster;
+  const int stride = static_cast<int>(gridDim.x) / T::kCluster;
 
   // A cluster's unit covers kCluster row tiles (split-K is not combined with clusters: the host
   // launches clusters only with one split); this CTA takes the rank-th.
