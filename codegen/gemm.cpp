@@ -135,7 +135,34 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
     c.grid = static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff));
     return c;
   }
+  if (spec.path == GemmPath::mx && m <= kSwapMaxRows) return choose_sm90_swap(spec, m, sm_count);
   return choose_sm90_gemm(spec, m, sm_count, m >= kStagedMinRows);
+}
+
+std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t) {
+  return ((m + block_t - 1) / block_t) * ((n + 127) / 128);
+}
+
+GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) {
+  GemmChoice c;
+  c.sm90 = default_sm90_swap_config(m <= 64 ? 64 : 128);
+  const std::int64_t tiles = sm90_swap_tiles(m, spec.n, c.sm90.block_n);
+  const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
+  const std::int64_t sms = std::max(sm_count, 1);
+  // Segment-times of the busiest CTA (waves of units x segments per unit), 5 % more per extra
+  // split for the partial sums it writes and the last split reads.
+  double best = 0.0;
+  for (std::int64_t s = 1; s <= std::min<std::int64_t>(segments, 16); ++s) {
+    const std::int64_t waves = (tiles * s + sms - 1) / sms;
+    const double cost = static_cast<double>(waves * ((segments + s - 1) / s)) *
+                        (1.0 + 0.05 * static_cast<double>(s - 1));
+    if (s == 1 || cost < best) {
+      best = cost;
+      c.splits = static_cast<int>(s);
+    }
+  }
+  c.grid = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, sms));
+  return c;
 }
 
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged) {
@@ -153,7 +180,8 @@ GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, 
 
 std::optional<GemmChoice> sm90_fallback_choice(const GemmSpec& spec, const GemmChoice& choice,
                                                std::int64_t m, int sm_count) {
-  if (!choice.sm90.staged || spec.path == GemmPath::ms || spec.path == GemmPath::nv)
+  if ((!choice.sm90.staged && !choice.sm90.swap) || spec.path == GemmPath::ms ||
+      spec.path == GemmPath::nv)
     return std::nullopt;
   return choose_sm90_gemm(spec, m, sm_count, false);
 }
@@ -161,9 +189,11 @@ std::optional<GemmChoice> sm90_fallback_choice(const GemmSpec& spec, const GemmC
 std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& choice,
                                        std::int64_t m, int sm_count, const std::string& target) {
   std::vector<KernelSource> out{gemm_kernel(spec, choice, target)};
-  if (target == "sm_100a" || !choice.sm90.staged) return out;
-  out.push_back(gemm_sm90_expand_kernel(spec, false, choice.sm90.period, target));
-  out.push_back(gemm_sm90_expand_kernel(spec, true, choice.sm90.period, target));
+  if (target == "sm_100a" || (!choice.sm90.staged && !choice.sm90.swap)) return out;
+  out.push_back(
+      gemm_sm90_expand_kernel(spec, false, choice.sm90.period, target, choice.sm90.swap));
+  if (!choice.sm90.swap)
+    out.push_back(gemm_sm90_expand_kernel(spec, true, choice.sm90.period, target));
   if (const auto fb = sm90_fallback_choice(spec, choice, m, sm_count))
     out.push_back(gemm_sm90_kernel(spec, fb->sm90, target));
   return out;

@@ -16,6 +16,9 @@ sm90::ScaleKind kind_of(GemmPath p) {
 }  // namespace
 
 std::string GemmSm90Config::text() const {
+  if (swap)
+    return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}", block_n, packed_stages, raster_group,
+                       raster_along_m ? "m" : "n", period);
   if (staged)
     return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n",
@@ -27,6 +30,32 @@ std::string GemmSm90Config::text() const {
 
 void GemmSm90Config::validate(const GemmSpec& spec) const {
   const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+  if (swap) {
+    if (spec.path != GemmPath::mx)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the swapped kernel (sw=1) multiplies mx operands only, not {}",
+           text(), gemm_path_name(spec.path));
+    if (staged || cluster_m != 1)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the swapped kernel takes no sg or cm", text());
+    if (block_n != 64 && block_n != 128)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: bn (rows of A per tile) must be 64 or 128 for the swapped kernel",
+           text());
+    if (packed_stages < 2 || packed_stages > 16)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps in 2..16", text());
+    if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+    if (period != 1 && period != 2 && period != 4)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: pp (K tiles per promotion) must be 1, 2 or 4 for the swapped "
+           "kernel",
+           text());
+    const sm90::SwapGeometry g = sm90::swap_geometry(block_n, packed_stages);
+    if (g.smem_bytes > 227 * 1024)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
+    return;
+  }
   if (staged) {
     // Promoting paths keep two accumulator sets: 192 columns at most.
     if (block_n % 64 != 0 || block_n < 64 || block_n > (promote ? 192 : 256))
@@ -106,8 +135,20 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
   return c;
 }
 
+GemmSm90Config default_sm90_swap_config(int block_t) {
+  GemmSm90Config c;
+  c.swap = true;
+  c.block_n = block_t;
+  c.period = sm90::kStagedPeriod;
+  c.packed_stages = 8;
+  while (c.packed_stages > 2 &&
+         sm90::swap_geometry(block_t, c.packed_stages).smem_bytes > 227 * 1024)
+    --c.packed_stages;
+  return c;
+}
+
 KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
-                                     const std::string& target) {
+                                     const std::string& target, bool frag_order) {
   KernelSource k;
   k.op = "gemm_sm90_expand";
   k.function = "expand_kernel";
@@ -124,16 +165,18 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
       "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
       "  static constexpr int kBlockRows = {};\n"
       "  static constexpr int kPeriod = {};\n"
+      "  static constexpr bool kFragOrder = {};\n"
       "}};\n",
-      gemm_path_name(spec.path), b, spec.scale_code, block_rows, period);
+      gemm_path_name(spec.path), b, spec.scale_code, block_rows, period, frag_order);
   k.key_text = KeyText()
                    .add("op", k.op)
                    .add("path", gemm_path_name(spec.path))
                    .add("operand", b ? "b" : "a")
                    .add("codes", b ? spec.b_text : spec.a_text)
-                   .add("config", fmt::format("block_rows={},threads=256{}", block_rows,
+                   .add("config", fmt::format("block_rows={},threads=256{}{}", block_rows,
                                               period != 1 ? fmt::format(",period={}", period)
-                                                          : std::string()))
+                                                          : std::string(),
+                                              frag_order ? ",frag_order" : ""))
                    .add("target", target)
                    .text();
   return k;
@@ -142,6 +185,26 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target) {
   config.validate(spec);
+  if (config.swap) {
+    const std::string declarations = fmt::format(
+        "namespace g = fp4jit::sm90;\n\n"
+        "struct Config : g::GemmConfigBase {{\n"
+        "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
+        "  static constexpr int BLOCK_N = {};\n"
+        "  static constexpr int kPackedStages = {};\n"
+        "  static constexpr int kPeriod = {};\n"
+        "  static constexpr int kRasterGroup = {};\n"
+        "  static constexpr bool kRasterAlongM = {};\n"
+        "  static constexpr g::OutType kOut = {};\n"
+        "  static constexpr int kN = {}, kK = {};\n"
+        "}};\n",
+        gemm_path_name(spec.path), config.block_n, config.packed_stages, config.period,
+        config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n, spec.k);
+    KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
+    k.header = "gemm/sm90/swap.cuh";
+    k.function = "gemm_swap_kernel";
+    return k;
+  }
   if (config.staged) {
     const std::string declarations = fmt::format(
         "namespace g = fp4jit::sm90;\n\n"

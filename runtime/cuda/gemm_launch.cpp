@@ -116,7 +116,7 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
 
   std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
   if (!tuned && info_.target == "sm_90a") {
-    // FP4JIT_SM90_GEMM=fused|staged overrides the heuristic's kernel, or a whole choice in the
+    // FP4JIT_SM90_GEMM=fused|staged|swap overrides the heuristic's kernel, or a whole choice in the
     // tuner's text ("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1") its config (diagnostics and tests).
     if (const char* v = std::getenv("FP4JIT_SM90_GEMM"); v != nullptr && *v != '\0') {
       const std::string_view kind(v);
@@ -130,9 +130,12 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
         }
       } else if (kind == "fused" || kind == "staged") {
         tuned = codegen::choose_sm90_gemm(spec, shape.m, info_.sm_count, kind == "staged");
+      } else if (kind == "swap" && spec.path == codegen::GemmPath::mx) {
+        tuned = codegen::choose_sm90_swap(spec, shape.m, info_.sm_count);
       } else {
         fail(ErrorKind::invalid_argument,
-             "FP4JIT_SM90_GEMM='{}': expected fused, staged or a GEMM choice such as "
+             "FP4JIT_SM90_GEMM='{}': expected fused, staged, swap (mx recipes) or a GEMM choice "
+             "such as "
              "'sg=1,bn=128,ps=6,rg=8m,pp=4,sk=1'",
              kind);
       }
@@ -161,10 +164,9 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
 void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
                                      const GemmShape& shape, gemm::GemmParams& p, CUstream s) {
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
-                              plan.block_m, plan.swizzle_bytes);
-  // With clusters each CTA loads its part of B (staged.cuh).
+                              plan.a_box_rows, plan.a_swizzle);
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
-                              plan.block_n / plan.cluster_m, plan.swizzle_bytes);
+                              plan.b_box_rows, plan.b_swizzle);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
   if (plan.cluster_m <= 1) {
@@ -213,7 +215,8 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const std::int64_t fb_counter_offset =
       reserve(fb != nullptr && fb->choice.splits > 1 ? fb->tiles * 4 : 0);
   const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
-  const std::int64_t exp_b_offset = reserve(plan.staged ? shape.n * plan.b_row_bytes : 0);
+  const std::int64_t exp_b_offset =
+      reserve(plan.staged && !plan.swap ? shape.n * plan.b_row_bytes : 0);
   const std::int64_t fac_a_offset = reserve(std::int64_t{plan.factor_rows} * plan.a_factor_ld * 4);
   const std::int64_t fac_b_offset = reserve(std::int64_t{plan.factor_rows} * plan.b_factor_ld * 4);
   const std::int64_t flag_offset = reserve(fb != nullptr ? 4 : 0);
@@ -265,9 +268,19 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       const int per_thread = sm90::expand_rows_per_thread(
           static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)), operand_b);
       const std::int64_t groups = (rows + per_thread - 1) / per_thread;
-      const std::int64_t ctas =
+      std::int64_t ctas =
           (groups * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k), plan.period) + 255) /
           256;
+      if (plan.swap) {
+        // The same launch checks B's scale codes per (row, segment) (staged_expand.cuh).
+        const std::int64_t segment_blocks = 4 * plan.period;
+        const std::int64_t segments = (shape.k / 32 + segment_blocks - 1) / segment_blocks;
+        e.check_scale = static_cast<const unsigned char*>(b.scales);
+        e.check_rows = static_cast<int>(shape.n);
+        e.check_scale_ld = static_cast<int>(l.b.scale_cols);
+        e.expand_ctas = static_cast<int>(ctas);
+        ctas += (shape.n * segments + 255) / 256;
+      }
       if (ctas > 0x7fffffff)
         fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
              shape.k);
@@ -279,10 +292,12 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
     };
     expand(plan.expand_a, false, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset,
            plan.a_row_bytes, fac_a_offset, plan.a_factor_ld);
-    expand(plan.expand_b, true, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset,
-           plan.b_row_bytes, fac_b_offset, plan.b_factor_ld);
     a_codes = scratch.at<void>(exp_a_offset);
-    b_codes = scratch.at<void>(exp_b_offset);
+    if (!plan.swap) {
+      expand(plan.expand_b, true, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset,
+             plan.b_row_bytes, fac_b_offset, plan.b_factor_ld);
+      b_codes = scratch.at<void>(exp_b_offset);
+    }
     if (plan.a_factor_ld > 0) p.a_factor = scratch.at<float>(fac_a_offset);
     if (plan.b_factor_ld > 0) p.b_factor = scratch.at<float>(fac_b_offset);
     p.a_factor_ld = plan.a_factor_ld;

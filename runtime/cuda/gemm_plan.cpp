@@ -25,7 +25,7 @@ int sm90_k_tiles(const codegen::GemmSpec& spec) {
 
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config) {
   const int k_tiles = sm90_k_tiles(spec);
-  return config.staged ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
+  return config.staged || config.swap ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
 }
 
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count,
@@ -61,6 +61,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       fail(ErrorKind::invalid_argument, "GEMM choice '{}': '{}' is not an integer", text, value);
     if (key == "sg" && !sm100) {
       c.sm90.staged = v != 0;
+    } else if (key == "sw" && !sm100) {
+      c.sm90.swap = v != 0;
     } else if (key == "bn") {
       c.sm90.block_n = v;
       c.sm100.block_n = v;
@@ -99,7 +101,11 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   if (c.sm90.cluster_m > 1 && c.splits > 1)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': clusters (cm={}) take no split-K (sk=1)",
          text, c.sm90.cluster_m);
-  c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count, c.sm90.cluster_m);
+  if (c.sm90.swap)
+    c.grid = static_cast<int>(std::min<std::int64_t>(
+        codegen::sm90_swap_tiles(m, spec.n, c.sm90.block_n) * c.splits, sm_count));
+  else
+    c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count, c.sm90.cluster_m);
   return c;
 }
 
@@ -125,7 +131,29 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.threads = g.threads;
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = p.b_box_bytes = g.row_bytes;
-    p.swizzle_bytes = 128;
+    p.a_swizzle = p.b_swizzle = 128;
+  } else if (p.choice.sm90.swap) {
+    // A (M rows) expanded to E4M3 in fragment order, B packed: tiles of block_n rows of A x 128
+    // rows of B.
+    const codegen::GemmSm90Config& c = p.choice.sm90;
+    const sm90::SwapGeometry g = sm90::swap_geometry(c.block_n, c.packed_stages);
+    p.staged = p.swap = true;
+    p.block_m = c.block_n;
+    p.block_n = 128;
+    p.threads = g.threads;
+    p.smem_bytes = g.smem_bytes;
+    p.a_box_bytes = 128;
+    p.a_swizzle = 128;
+    p.b_box_bytes = 64;
+    p.b_swizzle = 64;
+    p.a_code_row_bytes = p.a_row_bytes;
+    p.a_row_bytes = shape.k;
+    p.period = c.period;
+    p.factor_rows = sm90_split_units(p.spec, c);
+    p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
+    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, c.period, device.target, true);
+    if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
+      p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));
   } else if (p.choice.sm90.staged) {
     const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(p.spec.path));
     const codegen::GemmSm90Config& c = p.choice.sm90;
@@ -135,7 +163,7 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.threads = g.threads;
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = p.b_box_bytes = 128;
-    p.swizzle_bytes = 128;
+    p.a_swizzle = p.b_swizzle = 128;
     p.cluster_m = c.cluster_m;
     p.a_code_row_bytes = p.a_row_bytes;
     p.b_code_row_bytes = p.b_row_bytes;
@@ -159,8 +187,11 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = g.packed_row_a;
     p.b_box_bytes = g.packed_row_b;
-    p.swizzle_bytes = g.swizzle64 ? 64 : 0;
+    p.a_swizzle = p.b_swizzle = g.swizzle64 ? 64 : 0;
   }
+  // One CTA loads a whole tile of A and its cluster's part of B (staged.cuh).
+  p.a_box_rows = p.block_m;
+  p.b_box_rows = p.block_n / p.cluster_m;
   p.tiles = ((shape.m + p.block_m - 1) / p.block_m) * ((shape.n + p.block_n - 1) / p.block_n);
   if (p.choice.splits > 1) p.workspace_floats = p.tiles * p.choice.splits * p.block_m * p.block_n;
   return p;
@@ -184,10 +215,8 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
 
 std::vector<codegen::KernelSource> GemmPlan::kernels() const {
   std::vector<codegen::KernelSource> out{kernel};
-  if (staged) {
-    out.push_back(expand_a);
-    out.push_back(expand_b);
-  }
+  if (staged) out.push_back(expand_a);
+  if (staged && !swap) out.push_back(expand_b);
   for (const GemmPlan& f : fallback) out.push_back(f.kernel);
   return out;
 }

@@ -20,7 +20,8 @@ struct GemmPlan {
   int block_m = 128, block_n = 128;
   int threads = 0, smem_bytes = 0;
   int a_box_bytes = 0, b_box_bytes = 0;  // TMA box widths (bytes of one row per K tile)
-  int swizzle_bytes = 0;                 // TMA swizzle: 0, 64 or 128
+  int a_box_rows = 0, b_box_rows = 0;    // TMA box heights (rows one CTA loads per K tile)
+  int a_swizzle = 0, b_swizzle = 0;      // TMA swizzle: 0, 64 or 128
   int cluster_m = 1;  // CTAs per cluster along M (staged; launched with a cluster dimension)
   std::int64_t a_row_bytes = 0, b_row_bytes = 0;  // bytes of codes per operand row (TMA row pitch)
   std::int64_t tiles = 0;                         // output tiles
@@ -28,8 +29,10 @@ struct GemmPlan {
   // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
   // pitch above is the same), the promotion period, the factor arrays (factor_rows segments of
   // a_factor_ld / b_factor_ld floats; ld 0: none), and the fused plan that runs instead when an
-  // expansion leaves the exact window (mx, ms_grad).
+  // expansion leaves the exact window (mx, ms_grad). The swapped kernel (swap) is staged for A
+  // only: B stays packed (expand_b empty) and A's expansion checks B's scale window.
   bool staged = false;
+  bool swap = false;
   codegen::KernelSource expand_a, expand_b;
   std::int64_t a_code_row_bytes = 0, b_code_row_bytes = 0;  // packed codes (the expansions' input)
   int period = 1;

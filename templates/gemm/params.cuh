@@ -77,6 +77,14 @@ struct ExpandParams {
   float* factor;  // [segments, factor_ld] (mx, ms_grad B), else null
   int factor_ld;
   unsigned* flag;  // set to 1 when a shift falls outside the window (mx, ms_grad B)
+  // Swapped small-M path (gemm/sm90/swap.cuh, mx): the launch that expands A also checks the
+  // block-scale codes of B, which the GEMM expands on chip, against the exact window: CTAs from
+  // expand_ctas on take one (row, promotion segment) of B per thread and set *flag when a code
+  // lies more than 14 binades below the segment's largest (NaN codes aside). The check sees codes
+  // only, so an all-zero block with a small scale counts too. check_scale null: no check.
+  const unsigned char* check_scale;
+  int check_rows, check_scale_ld;
+  int expand_ctas;
 };
 
 // OCC compensation (gemm/occ_compensate.cuh).

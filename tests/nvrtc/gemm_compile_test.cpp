@@ -76,6 +76,17 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
       cl.cluster_m = 2;
       out.push_back(codegen::gemm_sm90_kernel(spec, cl, arch));
     }
+    // The swapped small-M kernel (mx): the narrow tile with promotion every K tile, every 2nd,
+    // and A's expansions in fragment order for those periods (the heuristic's comes above).
+    if (spec.path == GemmPath::mx)
+      for (int period : {1, 2}) {
+        codegen::GemmSm90Config sw = codegen::default_sm90_swap_config(64);
+        sw.period = period;
+        sw.packed_stages = 3;
+        sw.raster_along_m = false;
+        out.push_back(codegen::gemm_sm90_kernel(spec, sw, arch));
+        out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch, true));
+      }
     if (promote)
       for (int period : {1, 8}) {
         c.period = period;
@@ -144,7 +155,11 @@ TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
       const codegen::GemmChoice small = codegen::choose_gemm(spec, 128, 132, "sm_90a");
       EXPECT_TRUE(big.sm90.staged) << preset;
       EXPECT_FALSE(small.sm90.staged) << preset;
-      EXPECT_EQ(codegen::gemm_kernels(spec, small, 128, 132, "sm_90a").size(), 1u);
+      // 128 rows: the swapped kernel for mx (with A's expansion and the fused fallback), else
+      // the fused kernel alone.
+      EXPECT_EQ(small.sm90.swap, spec.path == GemmPath::mx) << preset;
+      EXPECT_EQ(codegen::gemm_kernels(spec, small, 128, 132, "sm_90a").size(),
+                spec.path == GemmPath::mx ? 3u : 1u);
       const auto ks = codegen::gemm_kernels(spec, big, 8192, 132, "sm_90a");
       const bool window = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
       ASSERT_EQ(ks.size(), window ? 4u : 3u) << preset << " " << op.name;
@@ -168,6 +183,81 @@ TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
           << ks[1].source();
     }
   }
+}
+
+TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
+  for (const char* preset : {"mxfp4", "tetrajet"}) {
+    const Recipe r = parse_recipe(preset);
+    for (const auto& op : gemm_op_names()) {
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
+      // Up to kSwapMaxRows rows: 64-row tiles of A up to 64 rows, else 128.
+      for (const auto& [m, bt] : {std::pair{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}}) {
+        const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
+        ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
+        EXPECT_EQ(c.sm90.block_n, bt) << m;
+        EXPECT_NO_THROW(c.sm90.validate(spec));
+        const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+        EXPECT_EQ(text.rfind("sw=1,", 0), 0u) << text;
+        const codegen::GemmChoice back = cuda::parse_gemm_choice(text, spec, m, 132, "sm_90a");
+        EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
+        EXPECT_EQ(back.grid, c.grid) << text;
+        const auto ks = codegen::gemm_kernels(spec, c, m, 132, "sm_90a");
+        ASSERT_EQ(ks.size(), 3u);
+        EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/swap.cuh\""), std::string::npos);
+        EXPECT_NE(ks[1].key_text.find("operand=a;"), std::string::npos) << ks[1].key_text;
+        EXPECT_NE(ks[1].source().find("kFragOrder = true;"), std::string::npos) << ks[1].source();
+        EXPECT_EQ(ks[2].source().find("swap"), std::string::npos) << ks[2].source();
+      }
+      EXPECT_FALSE(codegen::choose_gemm(spec, 257, 132, "sm_90a").sm90.swap);
+    }
+  }
+  // Split-K fills the SMs: 32 column tiles of B and 8 segments of 512 -> 4 splits, 128 CTAs.
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  const codegen::GemmChoice c = codegen::choose_gemm(mx, 128, 132, "sm_90a");
+  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(c.grid, 128);
+  // Other paths cannot take it; its fields are checked by name.
+  const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
+                          const std::string& what) {
+    try {
+      cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
+      ADD_FAILURE() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(parse_recipe("nvfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  rejects("sw=1,bn=128,ps=7,rg=8m,pp=1,sk=1", nv, "mx operands only");
+  rejects("sw=1,bn=192,ps=4,rg=8m,pp=4,sk=1", mx, "bn (rows of A per tile) must be 64 or 128");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=8,sk=1", mx, "must be 1, 2 or 4");
+  rejects("sw=1,bn=128,ps=16,rg=8m,pp=4,sk=1", mx, "exceed 227 KB");
+  rejects("sw=1,sg=1,bn=128,ps=4,rg=8m,pp=4,sk=1", mx, "takes no sg or cm");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=9", mx, "split-K 9 must lie in 1..8");
+  // The plan: A expanded (128-byte rows, 128-byte swizzle, a tile of A's rows per box), B packed
+  // (64-byte rows, 64-byte swizzle, 128 rows), A's factors only, no expansion of B.
+  const cuda::GemmPlan plan = cuda::plan_gemm(parse_recipe("mxfp4"), GemmOp::fprop,
+                                              {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  EXPECT_TRUE(plan.swap && plan.staged);
+  EXPECT_EQ(plan.block_m, 128);
+  EXPECT_EQ(plan.block_n, 128);
+  EXPECT_EQ(plan.a_box_bytes, 128);
+  EXPECT_EQ(plan.a_box_rows, 128);
+  EXPECT_EQ(plan.a_swizzle, 128);
+  EXPECT_EQ(plan.b_box_bytes, 64);
+  EXPECT_EQ(plan.b_box_rows, 128);
+  EXPECT_EQ(plan.b_swizzle, 64);
+  EXPECT_EQ(plan.a_row_bytes, 4096);
+  EXPECT_EQ(plan.b_row_bytes, 2048);
+  EXPECT_GT(plan.a_factor_ld, 0);
+  EXPECT_EQ(plan.b_factor_ld, 0);
+  EXPECT_EQ(plan.tiles, 32);
+  EXPECT_EQ(plan.workspace_floats, 32 * plan.choice.splits * 128 * 128);
+  EXPECT_EQ(plan.kernels().size(), 3u);
+  ASSERT_EQ(plan.fallback.size(), 1u);
+  EXPECT_FALSE(plan.fallback.front().swap);
 }
 
 TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {

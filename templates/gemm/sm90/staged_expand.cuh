@@ -39,6 +39,10 @@ struct ExpandConfigBase {
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
   static constexpr int kBlockRows = 1;  // nv: 1 or 16
   static constexpr int kPeriod = 1;     // mx, ms_grad B: K tiles per segment (staged_geometry.cuh)
+  // mx: write each 32-element chunk in the register-fragment order of swap.cuh (expanded word q
+  // holds elements 8q..8q+3 for q < 4 and 8(q-4)+4..8(q-4)+7 for q >= 4), for the swapped kernel
+  // whose other operand's fragments take that order.
+  static constexpr bool kFragOrder = false;
 };
 
 template <class Cfg>
@@ -184,9 +188,41 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
   }
 }
 
+// The swapped path's check of B's scale codes (ExpandParams::check_scale): one (row, segment)
+// per thread.
+template <class T>
+__device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p) {
+  constexpr int kSegBlocks = 4 * T::kPeriod;  // 32-element blocks per segment (FP8 path)
+  const int blocks = p.K / 32;
+  const int segs = (blocks + kSegBlocks - 1) / kSegBlocks;
+  const long long t =
+      static_cast<long long>(static_cast<int>(blockIdx.x) - p.expand_ctas) * T::kThreads +
+      threadIdx.x;
+  const long long row = t / segs;
+  const int seg = static_cast<int>(t - row * segs);
+  if (row >= p.check_rows) return;
+  const unsigned char* src = p.check_scale + row * p.check_scale_ld + seg * kSegBlocks;
+  int hi = -1, lo = 256;
+#pragma unroll
+  for (int j = 0; j < kSegBlocks; ++j) {
+    if (seg * kSegBlocks + j >= blocks) break;
+    const int e = src[j];
+    if (e == 0xFF) continue;  // NaN: the whole row segment's product is NaN, whatever the rest
+    hi = max(hi, e);
+    lo = min(lo, e);
+  }
+  if (hi >= 0 && hi - lo > kLutMaxShift) *p.flag = 1u;
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
   using T = ExpandTraits<Cfg>;
+  if constexpr (T::kKind == ScaleKind::mx) {
+    if (p.check_scale != nullptr && static_cast<int>(blockIdx.x) >= p.expand_ctas) {
+      check_scale_window<T>(p);
+      return;
+    }
+  }
   __shared__ unsigned short nv_table[256];
   __shared__ __align__(16) unsigned char warp_stage[T::kThreads * T::kOutChunkBytes];
   if constexpr (T::kKind == ScaleKind::nv) {
@@ -255,7 +291,12 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
       unsigned lut_lo, lut_hi;
       e4m3_lut(shift, lut_lo, lut_hi);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (Cfg::kFragOrder)
+          e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[i], o[4 + i]);
+        else
+          e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+      }
       if (active && c % T::kSegChunks == 0) {
         const float f = any_nan   ? __uint_as_float(0x7FC00000u)
                         : ref < 0 ? 1.0f

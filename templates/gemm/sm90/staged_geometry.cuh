@@ -49,6 +49,45 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   return g;
 }
 
+// The swapped small-M kernel (swap.cuh, mx only): D^T = W X^T with W (operand B, N rows) packed
+// in shared memory and expanded by the consumers straight into register fragments, X (operand A,
+// M rows, expanded once by staged_expand.cuh) as the shared-memory operand. Per stage: W's packed
+// K tile (128 rows x 64 bytes, 64-byte swizzle), X's expanded K tile (block_t rows x 128 bytes,
+// 128-byte swizzle), and beside the ring per stage the shifts of W's 4 blocks per row (one byte
+// each), W's and X's segment factors; and one [64][132] FP32 tile for the epilogue.
+struct SwapGeometry {
+  int w_bytes, x_bytes, stage_bytes;
+  int shift_bytes, w_factor_bytes, x_factor_bytes, aux_stage_bytes;
+  int epi_bytes;  // the epilogue's [64][132] FP32 tile
+  int aux_offset, epi_offset, barrier_offset, table_offset, scratch_offset;
+  int smem_bytes;
+  int threads;
+  unsigned tma_bytes;   // bytes one stage receives on a segment's last K tile (X's factors too)
+  unsigned tile_bytes;  // ... on its other K tiles
+};
+
+FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(int block_t, int stages) {
+  SwapGeometry g{};
+  g.w_bytes = 128 * 64;
+  g.x_bytes = block_t * 128;
+  g.stage_bytes = g.w_bytes + g.x_bytes;  // multiples of 1024 for block_t 64 or 128
+  g.shift_bytes = 128 * 4;
+  g.w_factor_bytes = 128 * 4;
+  g.x_factor_bytes = block_t * 4;
+  g.aux_stage_bytes = g.shift_bytes + g.w_factor_bytes + g.x_factor_bytes;
+  g.epi_bytes = 64 * (128 + 4) * 4;
+  g.aux_offset = stages * g.stage_bytes;
+  g.epi_offset = g.aux_offset + stages * g.aux_stage_bytes;  // 16-byte aligned
+  g.barrier_offset = g.epi_offset + g.epi_bytes;
+  g.table_offset = g.barrier_offset + 2 * stages * 8;
+  g.scratch_offset = g.table_offset + 17 * 8 + 8;  // the E4M3 tables of expand.cuh (17 entries)
+  g.smem_bytes = g.scratch_offset + 16 + 1024;
+  g.threads = 384;
+  g.tile_bytes = static_cast<unsigned>(g.stage_bytes);
+  g.tma_bytes = g.tile_bytes + static_cast<unsigned>(g.x_factor_bytes);
+  return g;
+}
+
 // Promotion period of the staged path (mx, ms_grad): K tiles per segment. The expansion takes
 // its exact window and factors per (segment, row), and the kernel promotes its FP32 partial
 // product once per segment: promoting every K tile cost a third of the mx kernel's time (the

@@ -1,0 +1,448 @@
+// fp4jit sm90 swapped small-M GEMM (mx: mxfp4, tetrajet): D = A B^T computed as D^T = B A^T, for
+// few rows of A (tokens) against a large B (weights).
+//
+// Why: with M <= a few hundred the weight B is most of the bytes and most of the expansion work.
+// The fused kernel (kernel.cuh) expands B into shared memory in one transform warpgroup, which
+// caps it at a fraction of the tensor cores' rate; the staged kernel writes B expanded to global
+// memory first (twice B's bytes again). Here B takes the wgmma A slot instead, whose operand may
+// come from registers: each consumer thread expands its own fragment of B's packed K tile straight
+// into registers (no shared-memory write, no cross-warpgroup wait), and A, expanded once to E4M3
+// by staged_expand.cuh (small: M rows), is the shared-memory operand.
+//
+// 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x BLOCK_T rows of A,
+// and a K split of whole promotion segments):
+//   warp 0, one thread: TMA loads per K tile of B's packed codes (128 rows x 64 bytes, 64-byte
+//           swizzle), A's expanded tile (BLOCK_T rows x 128 bytes, 128-byte swizzle), and on a
+//           segment's last K tile A's segment factors (bulk copy)
+//   warps 1, 2: B's block scales (64 rows each, two per lane): per (row, segment) the largest
+//           code ref and the segment factor 2^(ref - 133) (NaN when a code is NaN), per (row,
+//           K tile) the 4 blocks' shifts e - ref + 14 (one byte each: the E4M3 table of
+//           expand.cuh the consumers read); the stage's full barrier waits for these warps as for
+//           the TMA bytes
+//   warpgroups 1, 2: 64 rows of B each; per K tile 4 register-A wgmmas (QGMMA, K = 32 each) into
+//           a segment accumulator, promoted into FP32 with a_factor[token] * b_factor[row] after
+//           the segment's last K tile; split-K and the epilogue write D[token, row].
+// Exactness: every shift lies in [0, 14] when the expansion pass's check of B's scales (per row
+// and segment, all codes within 14 binades of the largest) passed; otherwise it sets the window
+// flag before this kernel starts, this kernel returns at once and the fused kernel launched after
+// it on the same stream runs instead (as for the staged path).
+// Element order: A's expansion writes each 32-element chunk in the fragment order of the
+// consumers (expanded word q holds elements 8q..8q+3 for q < 4, 8(q-4)+4.. for q >= 4), the order
+// in which e2m1x8_to_e4m3_lut fills a0 / a2 from one packed word: the product is unchanged.
+// Host side: runtime/cuda/gemm_launch.cpp (tensor maps: A expanded, box {128, BLOCK_T},
+// CU_TENSOR_MAP_SWIZZLE_128B; B packed, box {64, 128}, CU_TENSOR_MAP_SWIZZLE_64B).
+#pragma once
+#include "gemm/sm90/config.cuh"
+#include "gemm/sm90/consumer.cuh"
+#include "gemm/sm90/epilogue.cuh"
+#include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/ptx.cuh"
+#include "gemm/sm90/scheduler.cuh"
+#include "gemm/sm90/staged.cuh"
+#include "gemm/sm90/staged_expand.cuh"
+#include "gemm/sm90/staged_geometry.cuh"
+#include "gemm/sm90/wgmma.cuh"
+
+namespace fp4jit::sm90 {
+
+template <class Cfg>
+struct SwapTraits {
+  static constexpr ScaleKind kKind = Cfg::kKind;
+  static constexpr int BLOCK_T = Cfg::BLOCK_N;  // rows of A (tokens) per tile: wgmma's N
+  static constexpr int BLOCK_W = 128;           // rows of B per tile: two warpgroups of 64
+  static constexpr int BLOCK_K = 128;
+  static constexpr SwapGeometry G = swap_geometry(BLOCK_T, Cfg::kPackedStages);
+  static constexpr int kAccum = BLOCK_T / 2;
+  static constexpr int kStages = Cfg::kPackedStages;
+  static constexpr int kPeriod = Cfg::kPeriod;
+  static constexpr int kThreads = G.threads;
+  static constexpr int kTransformThreads = 128;  // the producer warpgroup (epilogue.cuh's name)
+  static constexpr int kConsumers = 256;
+  static constexpr int kProducerRegs = BLOCK_T == 64 ? 104 : 80;
+  static constexpr int kConsumerRegs = BLOCK_T == 64 ? 200 : 208;  // no spills (ptxas -v)
+  static constexpr int kEpiLd = 128 + 4;  // floats per row of the epilogue tile
+  static constexpr int kScaleWarps = 2;                         // warps 1 .. kScaleWarps
+  static constexpr int kRowsPerLane = BLOCK_W / (32 * kScaleWarps);
+  static_assert(kKind == ScaleKind::mx, "the swapped kernel multiplies mx operands only");
+  static_assert(BLOCK_T == 64 || BLOCK_T == 128, "BLOCK_N (tokens per tile): 64 or 128");
+  static_assert(kPeriod == 1 || kPeriod == 2 || kPeriod == 4, "kPeriod: 1, 2 or 4");
+  static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
+  static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "no clusters");
+  static_assert(G.smem_bytes <= 227 * 1024,
+                "shared memory exceeds 227 KB: fewer stages or a smaller tile");
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
+                "register split exceeds the registers the CTA is launched with");
+  using Mma = WgmmaRS_e4m3<BLOCK_T>;
+};
+
+template <class T>
+struct SwapSmem : AlignedSmem {
+  __device__ __forceinline__ explicit SwapSmem(unsigned char* raw) : AlignedSmem(raw) {}
+  __device__ __forceinline__ unsigned char* w_ptr(int s) const {
+    return base + s * T::G.stage_bytes;
+  }
+  __device__ __forceinline__ unsigned char* x_ptr(int s) const {
+    return w_ptr(s) + T::G.w_bytes;
+  }
+  __device__ __forceinline__ unsigned w(int s) const { return addr + s * T::G.stage_bytes; }
+  __device__ __forceinline__ unsigned x(int s) const { return w(s) + T::G.w_bytes; }
+  __device__ __forceinline__ unsigned shifts(int s) const {
+    return addr + T::G.aux_offset + s * T::G.aux_stage_bytes;
+  }
+  __device__ __forceinline__ unsigned w_factor(int s) const {
+    return shifts(s) + T::G.shift_bytes;
+  }
+  __device__ __forceinline__ unsigned x_factor(int s) const {
+    return w_factor(s) + T::G.w_factor_bytes;
+  }
+  __device__ __forceinline__ unsigned char* x_factor_ptr(int s) const {
+    return base + T::G.aux_offset + s * T::G.aux_stage_bytes + T::G.shift_bytes +
+           T::G.w_factor_bytes;
+  }
+  __device__ __forceinline__ unsigned epi() const { return addr + T::G.epi_offset; }
+  __device__ __forceinline__ unsigned table() const { return addr + T::G.table_offset; }
+  __device__ __forceinline__ unsigned* table_ptr() const {
+    return reinterpret_cast<unsigned*>(base + T::G.table_offset);
+  }
+  __device__ __forceinline__ unsigned long long* full(int s) const {
+    return reinterpret_cast<unsigned long long*>(base + T::G.barrier_offset) + s;
+  }
+  __device__ __forceinline__ unsigned long long* empty(int s) const { return full(T::kStages + s); }
+  __device__ __forceinline__ unsigned* split_flag() const {
+    return reinterpret_cast<unsigned*>(base + T::G.scratch_offset);
+  }
+};
+
+// The scale warps: B's scale codes for this lane's rows of one segment, one word (4 blocks) per
+// (row, K tile). Codes past K or past N are loaded as 0 and flagged in `invalid` (0xFF per byte).
+template <class T>
+__device__ __forceinline__ int swap_scale_row(int i) {  // tile row of the lane's i-th row
+  return static_cast<int>(threadIdx.x) - 32 + 32 * T::kScaleWarps * i;
+}
+
+template <class T>
+struct SwapSegmentCodes {
+  unsigned code[T::kRowsPerLane][T::kPeriod];
+  unsigned invalid[T::kRowsPerLane][T::kPeriod];
+};
+
+// Codes of K tiles [kt0, kt_end) (at most kPeriod) of the lane's rows of the tile at n0.
+template <class T>
+__device__ __forceinline__ void swap_load_codes(const GemmParams& p, int n0, int kt0, int kt_end,
+                                                bool words, SwapSegmentCodes<T>& c) {
+  const int blocks = p.K / 32;
+#pragma unroll
+  for (int i = 0; i < T::kRowsPerLane; ++i) {
+    const int row = n0 + swap_scale_row<T>(i);
+    const unsigned char* src = p.b_scale + static_cast<long long>(row) * p.b_scale_ld;
+#pragma unroll
+    for (int t = 0; t < T::kPeriod; ++t) {
+      const int b0 = 4 * (kt0 + t);
+      // Valid blocks of the word: 4, fewer in the K tile that ends K, none past N or the segment.
+      const int nvalid = row < p.N && kt0 + t < kt_end ? min(blocks - b0, 4) : 0;
+      unsigned v = 0u;
+      if (nvalid == 4 && words) {
+        v = __ldg(reinterpret_cast<const unsigned*>(src + b0));
+      } else {
+#pragma unroll 1
+        for (int j = 0; j < nvalid; ++j) v |= static_cast<unsigned>(__ldg(src + b0 + j)) << (8 * j);
+      }
+      c.code[i][t] = v;
+      c.invalid[i][t] = nvalid >= 4 ? 0u : 0xFFFFFFFFu << (8 * max(nvalid, 0));
+    }
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
+    gemm_swap_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                     const GemmParams p_in) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  using T = SwapTraits<Cfg>;
+  // The expansion pass found a code outside the exact window: the fused kernel launched next does
+  // the work.
+  if (p_in.fallback != nullptr && *p_in.fallback != 0u) return;
+  const GemmParams p = with_fixed_sizes<Cfg>(p_in);
+  extern __shared__ unsigned char smem_raw[];
+  const SwapSmem<T> sm(smem_raw);
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar_init(sm.full(s), 1 + T::kScaleWarps);  // the TMA issuer's expect_tx, the scale warps
+      mbar_init(sm.empty(s), 8);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&tma_a);
+    tma_prefetch_desc(&tma_b);
+  }
+  if (tid < kLutEntries) {
+    unsigned lo, hi;
+    e4m3_lut(tid, lo, hi);
+    sm.table_ptr()[2 * tid] = lo;
+    sm.table_ptr()[2 * tid + 1] = hi;
+  }
+  __syncthreads();
+
+  // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
+  using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+  const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
+  const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
+  const auto k_range = [&](WorkUnit& w) {
+    w.kt_begin *= T::kPeriod;
+    w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
+  };
+  const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
+  RingPos<T::kStages> pos;
+
+  if (tid < 128) {
+    setmaxnreg_dec<T::kProducerRegs>();
+    if (tid == 0) {
+      for (int u = first; u < sched.units; u += stride) {
+        WorkUnit w = sched.unit(u);
+        k_range(w);
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          const int s = pos.slot();
+          const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
+          const long long seg = kt / T::kPeriod;
+          mbar_wait(sm.empty(s), pos.empty_parity());
+          mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
+          tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
+          tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+          if (seg_last)
+            bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                      T::G.x_factor_bytes, sm.full(s));
+          ++pos.count;
+        }
+      }
+    } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
+      // B's scales, a segment ahead: each iteration loads the next segment's codes, then writes
+      // the shifts of the segment loaded before (one call site each: this code runs cold at the
+      // start of every launch, and its size showed as instruction-fetch stalls).
+      const bool words =
+          ((reinterpret_cast<unsigned long long>(p.b_scale) | static_cast<unsigned>(p.b_scale_ld)) &
+           3u) == 0u;
+      SwapSegmentCodes<T> cur{}, nxt{};
+      int seg_tiles = 0;  // K tiles of the segment in cur (0: none yet)
+      int lu = first, lkt = 0, lend = 0, ln0 = 0;  // the segment to load next
+      if (lu < sched.units) {
+        WorkUnit w = sched.unit(lu);
+        k_range(w);
+        lkt = w.kt_begin, lend = w.kt_end, ln0 = w.n0;
+      }
+      while (true) {
+        int load_tiles = 0;
+        if (lu < sched.units) {
+          const int seg_end = min((lkt / T::kPeriod + 1) * T::kPeriod, lend);
+          swap_load_codes<T>(p, ln0, lkt, seg_end, words, nxt);
+          load_tiles = seg_end - lkt;
+          lkt = seg_end;
+          if (lkt >= lend) {
+            lu += stride;
+            if (lu < sched.units) {
+              WorkUnit w = sched.unit(lu);
+              k_range(w);
+              lkt = w.kt_begin, lend = w.kt_end, ln0 = w.n0;
+            }
+          }
+        }
+        if (seg_tiles > 0) {
+          // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per block,
+          // kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
+          unsigned ref4[T::kRowsPerLane], factor[T::kRowsPerLane];
+#pragma unroll
+          for (int i = 0; i < T::kRowsPerLane; ++i) {
+            unsigned m = 0u, nan = 0u;
+#pragma unroll
+            for (int t = 0; t < T::kPeriod; ++t) {
+              const unsigned ff = __vcmpeq4(cur.code[i][t], 0xFFFFFFFFu);
+              nan |= ff;
+              m = __vmaxu4(m, cur.code[i][t] & ~ff);
+            }
+            m = __vmaxu4(m, m >> 16);
+            m = __vmaxu4(m, m >> 8) & 0xFFu;
+            ref4[i] = m * 0x01010101u;
+            factor[i] = nan != 0u ? 0x7FC00000u
+                                  : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift +
+                                                          kLutBias));
+          }
+#pragma unroll
+          for (int t = 0; t < T::kPeriod; ++t) {
+            if (t >= seg_tiles) break;
+            const int s = pos.slot();
+            mbar_wait(sm.empty(s), pos.empty_parity());
+#pragma unroll
+            for (int i = 0; i < T::kRowsPerLane; ++i) {
+              const unsigned e = cur.code[i][t];
+              const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
+              const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
+              // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
+              if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
+                *const_cast<unsigned*>(p.fallback) = 1u;
+              const unsigned shifts =
+                  (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
+              const int row = swap_scale_row<T>(i);
+              sts32(sm.shifts(s) + 4 * row, shifts);
+              if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
+            }
+            warp_arrive(sm.full(s));
+            ++pos.count;
+          }
+        }
+        if (load_tiles == 0) break;
+        cur = nxt;
+        seg_tiles = load_tiles;
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<T::kConsumerRegs>();
+  const int ctid = tid - 128;  // 0..255
+  const int wg = ctid / 128, wl = ctid & 127, lane = tid & 31;
+  ConsumerRows rw;
+  rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
+  rw.r1 = rw.r0 + 8;
+  rw.tig = lane & 3;
+  const unsigned sw0 = static_cast<unsigned>((rw.r0 >> 1) & 3);
+  const unsigned sw1 = static_cast<unsigned>((rw.r1 >> 1) & 3);
+
+  // B's fragment of stage s: 4 K steps x (row r0 lo, row r1 lo, row r0 hi, row r1 hi).
+  const auto expand = [&](int s, unsigned(&fr)[16]) {
+    const unsigned t0 = lds32(sm.shifts(s) + 4 * rw.r0), t1 = lds32(sm.shifts(s) + 4 * rw.r1);
+    const unsigned pw = sm.w(s), table = sm.table();
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      const unsigned w0 = lds32(pw + rw.r0 * 64 + 16 * (st ^ sw0) + 4 * rw.tig);
+      const unsigned w1 = lds32(pw + rw.r1 * 64 + 16 * (st ^ sw1) + 4 * rw.tig);
+      unsigned l0, h0, l1, h1;
+      lds64(table + 8 * ((t0 >> (8 * st)) & 0xFFu), l0, h0);
+      lds64(table + 8 * ((t1 >> (8 * st)) & 0xFFu), l1, h1);
+      e2m1x8_to_e4m3_lut(w0, l0, h0, fr[4 * st + 0], fr[4 * st + 2]);
+      e2m1x8_to_e4m3_lut(w1, l1, h1, fr[4 * st + 1], fr[4 * st + 3]);
+    }
+  };
+  const auto issue = [&](float(&d)[T::kAccum], const unsigned(&fr)[16], int s, bool accumulate) {
+    fence_operands(d);
+    __syncwarp();
+    wgmma_fence();
+#pragma unroll
+    for (int st = 0; st < 4; ++st)
+      T::Mma::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3],
+                  smem_desc_sw128(sm.x(s) + 32 * st), (st > 0 || accumulate) ? 1 : 0);
+    wgmma_commit();
+    fence_operands(d);
+  };
+  // acc += tmp * b_factor[row] * a_factor[token] with stage s's factors.
+  const auto promote = [&](const float(&tmp)[T::kAccum], int s, float(&acc)[T::kAccum]) {
+    const float f0 = __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r0));
+    const float f1 = __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r1));
+#pragma unroll
+    for (int v2 = 0; v2 < T::BLOCK_T / 8; ++v2) {
+      unsigned u0, u1;
+      lds64(sm.x_factor(s) + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
+      const float g0 = __uint_as_float(u0), g1 = __uint_as_float(u1);
+      acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
+      acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
+      acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
+      acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
+    }
+  };
+
+  for (int u = first; u < sched.units; u += stride) {
+    WorkUnit w = sched.unit(u);
+    k_range(w);
+    float acc[T::kAccum], tmp[T::kAccum];
+#pragma unroll
+    for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
+    unsigned fa[16], fb[16];
+    int kt = w.kt_begin;
+    // One K tile: issue its wgmmas, expand the next tile's fragment while they run, wait, promote
+    // after a segment's last tile, release the stage. Each group is waited for before the next is
+    // issued: a fragment written while an earlier group is in flight and read by a later one makes
+    // ptxas serialize every wgmma (its C7513), which cost 5x here; the other warpgroup keeps the
+    // tensor cores busy meanwhile.
+    const auto step = [&](const unsigned(&cur)[16], unsigned(&nxt)[16]) -> bool {
+      const bool seg_first = kt == w.kt_begin || kt % T::kPeriod == 0;
+      const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
+      const int s = pos.slot();
+      issue(tmp, cur, s, !seg_first);
+      ++pos.count;
+      const bool more = kt + 1 < w.kt_end;
+      if (more) {
+        mbar_wait(sm.full(pos.slot()), pos.full_parity());
+        expand(pos.slot(), nxt);
+      }
+      wgmma_wait<0>();
+      fence_operands(tmp);
+      if (seg_last) promote(tmp, s, acc);
+      warp_arrive(sm.empty(s));
+      ++kt;
+      return !more;
+    };
+    mbar_wait(sm.full(pos.slot()), pos.full_parity());
+    expand(pos.slot(), fa);
+    while (true) {
+      if (step(fa, fb)) break;
+      if (step(fb, fa)) break;
+    }
+    if (!splitk_reduce<T>(p, w, sm.split_flag(), acc)) continue;
+
+    // Epilogue through shared memory, 64 rows of A (D's rows) per pass: the fragment (element
+    // j = v0 + 2 v1 + 4 v2 is B row g + 8 v1, D's column n, and A row 8 v2 + 2 tig + v0, D's row
+    // m) goes to a [64][128 + 4] FP32 tile (conflict-free), then each warp writes whole 512-byte
+    // rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the instruction
+    // cache, and the fragment-order version (64 scattered stores) was 2x the code.
+    const unsigned epi = sm.epi();
+    const bool vec4 = p.ldd % 4 == 0 &&
+                      reinterpret_cast<unsigned long long>(p.d) % (Cfg::kOut == OutType::f32 ? 16 : 8) == 0;
+#pragma unroll
+    for (int h = 0; h < T::BLOCK_T / 64; ++h) {
+      named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
+#pragma unroll
+      for (int v2 = 8 * h; v2 < 8 * h + 8; ++v2)
+#pragma unroll
+        for (int v1 = 0; v1 < 2; ++v1)
+#pragma unroll
+          for (int v0 = 0; v0 < 2; ++v0) {
+            const int ml = 8 * (v2 - 8 * h) + 2 * rw.tig + v0;
+            sts32(epi + 4 * (ml * T::kEpiLd + (v1 ? rw.r1 : rw.r0)),
+                  __float_as_uint(acc[4 * v2 + 2 * v1 + v0]));
+          }
+      named_barrier_sync(3, T::kConsumers);
+#pragma unroll 1
+      for (int e = ctid; e < 64 * 32; e += T::kConsumers) {
+        const int ml = e >> 5, nl = (e & 31) * 4;
+        const int m = w.m0 + 64 * h + ml, n = w.n0 + nl;
+        if (m >= p.M || n >= p.N) continue;
+        float x[4];
+        lds128(epi + 4 * (ml * T::kEpiLd + nl), reinterpret_cast<unsigned&>(x[0]),
+               reinterpret_cast<unsigned&>(x[1]), reinterpret_cast<unsigned&>(x[2]),
+               reinterpret_cast<unsigned&>(x[3]));
+        const int cols = min(p.N - n, 4);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          x[i] *= p.alpha;
+          if (i < cols) {
+            if (p.bias != nullptr) x[i] += gemm::load_bias(p.bias, p.bias_type, n + i);
+            if (p.c != nullptr && p.beta != 0.0f)
+              x[i] = fmaf(p.beta,
+                          load_out<Cfg::kOut>(p.c, static_cast<long long>(m) * p.ldc + n + i),
+                          x[i]);
+          }
+        }
+        const long long at = static_cast<long long>(m) * p.ldd + n;
+        if (cols == 4 && vec4) {
+          gemm::store_pair<Cfg::kOut>(p.d, at, x[0], x[1], true, true);
+          gemm::store_pair<Cfg::kOut>(p.d, at + 2, x[2], x[3], true, true);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (i < cols) gemm::store_one<Cfg::kOut>(p.d, at + i, x[i]);
+        }
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace fp4jit::sm90
