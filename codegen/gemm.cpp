@@ -144,23 +144,20 @@ std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t) {
 }
 
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) {
+  // Measured on an H200 (bench/gemm_sm90_notes.md): split-K costs more than an idle quarter of
+  // the SMs (its partial sums and hand-off), so tiles that fill half of the SMs run unsplit; with
+  // fewer, up to 128 rows of A take tiles of 64 rows (twice the tiles, B expanded twice) before
+  // K is split, and the splits fill the SMs once.
   GemmChoice c;
-  c.sm90 = default_sm90_swap_config(m <= 64 ? 64 : 128);
-  const std::int64_t tiles = sm90_swap_tiles(m, spec.n, c.sm90.block_n);
-  const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
   const std::int64_t sms = std::max(sm_count, 1);
-  // Segment-times of the busiest CTA (waves of units x segments per unit), 5 % more per extra
-  // split for the partial sums it writes and the last split reads.
-  double best = 0.0;
-  for (std::int64_t s = 1; s <= std::min<std::int64_t>(segments, 16); ++s) {
-    const std::int64_t waves = (tiles * s + sms - 1) / sms;
-    const double cost = static_cast<double>(waves * ((segments + s - 1) / s)) *
-                        (1.0 + 0.05 * static_cast<double>(s - 1));
-    if (s == 1 || cost < best) {
-      best = cost;
-      c.splits = static_cast<int>(s);
-    }
-  }
+  int block_t = m <= 64 ? 64 : 128;
+  if (block_t == 128 && m <= 128 && 2 * sm90_swap_tiles(m, spec.n, 128) <= sms) block_t = 64;
+  c.sm90 = default_sm90_swap_config(block_t);
+  const std::int64_t tiles = sm90_swap_tiles(m, spec.n, block_t);
+  const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
+  c.splits = 2 * tiles > sms ? 1
+                             : static_cast<int>(std::clamp<std::int64_t>(
+                                   std::min<std::int64_t>(sms / tiles, segments), 1, 16));
   c.grid = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, sms));
   return c;
 }
@@ -190,8 +187,7 @@ std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& c
                                        std::int64_t m, int sm_count, const std::string& target) {
   std::vector<KernelSource> out{gemm_kernel(spec, choice, target)};
   if (target == "sm_100a" || (!choice.sm90.staged && !choice.sm90.swap)) return out;
-  out.push_back(
-      gemm_sm90_expand_kernel(spec, false, choice.sm90.period, target, choice.sm90.swap));
+  out.push_back(gemm_sm90_expand_kernel(spec, false, choice.sm90.period, target, choice.sm90.swap));
   if (!choice.sm90.swap)
     out.push_back(gemm_sm90_expand_kernel(spec, true, choice.sm90.period, target));
   if (const auto fb = sm90_fallback_choice(spec, choice, m, sm_count))

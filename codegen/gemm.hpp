@@ -86,7 +86,7 @@ constexpr std::int64_t kStagedMinRows = 512;
 // The mx path takes the swapped kernel up to this many rows of A (bench/gemm_sm90_notes.md).
 constexpr std::int64_t kSwapMaxRows = 256;
 // The swapped kernel's launch for M rows: tile of 64 or 128 rows of A, split-K over promotion
-// segments chosen for the fewest segment-times per CTA.
+// segments only where the tiles fill less than half of the SMs.
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);
 // Tiles of the swapped kernel: ceil(m / block_t) x ceil(n / 128).
 std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t);

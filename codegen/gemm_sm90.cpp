@@ -36,8 +36,8 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
            "gemm_sm90 config {}: the swapped kernel (sw=1) multiplies mx operands only, not {}",
            text(), gemm_path_name(spec.path));
     if (staged || cluster_m != 1)
-      fail(ErrorKind::invalid_argument,
-           "gemm_sm90 config {}: the swapped kernel takes no sg or cm", text());
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: the swapped kernel takes no sg or cm",
+           text());
     if (block_n != 64 && block_n != 128)
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: bn (rows of A per tile) must be 64 or 128 for the swapped kernel",
@@ -173,10 +173,10 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
                    .add("path", gemm_path_name(spec.path))
                    .add("operand", b ? "b" : "a")
                    .add("codes", b ? spec.b_text : spec.a_text)
-                   .add("config", fmt::format("block_rows={},threads=256{}{}", block_rows,
-                                              period != 1 ? fmt::format(",period={}", period)
-                                                          : std::string(),
-                                              frag_order ? ",frag_order" : ""))
+                   .add("config",
+                        fmt::format("block_rows={},threads=256{}{}", block_rows,
+                                    period != 1 ? fmt::format(",period={}", period) : std::string(),
+                                    frag_order ? ",frag_order" : ""))
                    .add("target", target)
                    .text();
   return k;

@@ -306,11 +306,12 @@ std::vector<GemmCase> gemm_cases() {
   // tiles, periods and split-K; a stress case takes the fallback (B's scale check).
   for (const char* recipe : {"mxfp4", "tetrajet"})
     for (const auto& op : gemm_op_names()) {
-      for (const GemmShape& s : {GemmShape{1, 3000, 4096}, GemmShape{100, 1000, 1440},
-                                 GemmShape{128, 4096, 4096}, GemmShape{300, 640, 2048},
-                                 GemmShape{1000, 3000, 4096}})
+      for (const GemmShape& s :
+           {GemmShape{1, 3000, 4096}, GemmShape{100, 1000, 1440}, GemmShape{128, 4096, 4096},
+            GemmShape{300, 640, 2048}, GemmShape{1000, 3000, 4096}})
         out.push_back({recipe, op.value, s, "swap", false});
-      for (const char* choice : {"sw=1,bn=64,ps=10,rg=8m,pp=2,sk=3", "sw=1,bn=128,ps=4,rg=8n,pp=1,sk=5"})
+      for (const char* choice :
+           {"sw=1,bn=64,ps=8,rg=8m,pp=2,sk=3", "sw=1,bn=128,ps=4,rg=8n,pp=1,sk=5"})
         out.push_back({recipe, op.value, {200, 1000, 1440}, choice, false});
       out.push_back({recipe, op.value, {64, 384, 1024}, "swap", true});
     }

@@ -191,8 +191,10 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
     for (const auto& op : gemm_op_names()) {
       const codegen::GemmSpec spec =
           codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
-      // Up to kSwapMaxRows rows: 64-row tiles of A up to 64 rows, else 128.
-      for (const auto& [m, bt] : {std::pair{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}}) {
+      // Up to kSwapMaxRows rows: 64-row tiles of A up to 64 rows, else 128, except where 128-row
+      // tiles would fill less than half of the SMs (N = 4096: 32 tiles) up to 128 rows.
+      for (const auto& [m, bt] :
+           {std::pair{1, 64}, {64, 64}, {65, 64}, {128, 64}, {129, 128}, {256, 128}}) {
         const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
         ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
         EXPECT_EQ(c.sm90.block_n, bt) << m;
@@ -212,12 +214,20 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
       EXPECT_FALSE(codegen::choose_gemm(spec, 257, 132, "sm_90a").sm90.swap);
     }
   }
-  // Split-K fills the SMs: 32 column tiles of B and 8 segments of 512 -> 4 splits, 128 CTAs.
+  // 128 rows x 4096 columns: 64 tiles of 64 x 128, split-K 2 fills the SMs (128 CTAs); 11008
+  // columns: 86 tiles of 128 x 128 fill over half of them, no split.
   const codegen::GemmSpec mx =
       codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
   const codegen::GemmChoice c = codegen::choose_gemm(mx, 128, 132, "sm_90a");
-  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(c.sm90.block_n, 64);
+  EXPECT_EQ(c.splits, 2);
   EXPECT_EQ(c.grid, 128);
+  const codegen::GemmChoice wide = codegen::choose_gemm(
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 11008, 4096, DType::bf16, "sm_90a"),
+      128, 132, "sm_90a");
+  EXPECT_EQ(wide.sm90.block_n, 128);
+  EXPECT_EQ(wide.splits, 1);
+  EXPECT_EQ(wide.grid, 86);
   // Other paths cannot take it; its fields are checked by name.
   const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
                           const std::string& what) {
@@ -241,10 +251,10 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   const cuda::GemmPlan plan = cuda::plan_gemm(parse_recipe("mxfp4"), GemmOp::fprop,
                                               {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
   EXPECT_TRUE(plan.swap && plan.staged);
-  EXPECT_EQ(plan.block_m, 128);
+  EXPECT_EQ(plan.block_m, 64);  // 100 rows, 32 tiles of 128: tiles of 64 rows of A
   EXPECT_EQ(plan.block_n, 128);
   EXPECT_EQ(plan.a_box_bytes, 128);
-  EXPECT_EQ(plan.a_box_rows, 128);
+  EXPECT_EQ(plan.a_box_rows, 64);
   EXPECT_EQ(plan.a_swizzle, 128);
   EXPECT_EQ(plan.b_box_bytes, 64);
   EXPECT_EQ(plan.b_box_rows, 128);
@@ -253,8 +263,8 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_EQ(plan.b_row_bytes, 2048);
   EXPECT_GT(plan.a_factor_ld, 0);
   EXPECT_EQ(plan.b_factor_ld, 0);
-  EXPECT_EQ(plan.tiles, 32);
-  EXPECT_EQ(plan.workspace_floats, 32 * plan.choice.splits * 128 * 128);
+  EXPECT_EQ(plan.tiles, 64);
+  EXPECT_EQ(plan.workspace_floats, 64 * plan.choice.splits * 64 * 128);
   EXPECT_EQ(plan.kernels().size(), 3u);
   ASSERT_EQ(plan.fallback.size(), 1u);
   EXPECT_FALSE(plan.fallback.front().swap);

@@ -343,8 +343,8 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
   EXPECT_TRUE(any_split);
   // Few rows of an mx GEMM: the swapped kernel is the heuristic's and is searched with its tiles
   // and split-K, next to the fused and staged kernels.
-  const codegen::GemmSpec mx = codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096,
-                                                  4096, DType::bf16, "sm_90a");
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
   const auto small = cuda_gemm_space(mx, 64, 132, "sm_90a", nullptr);
   EXPECT_TRUE(small.front().choice.sm90.swap);
   std::set<std::pair<int, int>> swaps;  // (rows of A per tile, splits)
@@ -354,8 +354,8 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
   }
   EXPECT_GE(swaps.size(), 6u);
   EXPECT_TRUE(swaps.count({128, 1}) == 1 && swaps.count({64, 4}) == 1);
-  EXPECT_TRUE(std::any_of(small.begin(), small.end(),
-                          [](const auto& c) { return !c.choice.sm90.swap; }));
+  EXPECT_TRUE(
+      std::any_of(small.begin(), small.end(), [](const auto& c) { return !c.choice.sm90.swap; }));
   EXPECT_THROW(
       cuda::parse_gemm_choice("bn=128,ps=7,es=4,rg=8m,il=0,sk=999", spec, 256, 132, "sm_90a"),
       Error);

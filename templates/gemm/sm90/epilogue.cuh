@@ -82,17 +82,17 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   named_barrier_sync(2, T::kConsumers);
   if (ctid == 0) {
-    __threadfence();
+    fence_acq_rel_gpu();  // the CTA's partial sums (ordered before it by the barrier) are released
     const int old = atomicAdd(p.counters + w.tile, 1);
     const bool last = old == p.splits - 1;
+    if (last) fence_acq_rel_gpu();  // acquires the other splits' sums for the whole CTA
     if (last) p.counters[w.tile] = 0;
     *flag = last ? 1u : 0u;
   }
   named_barrier_sync(2, T::kConsumers);
   const bool last = *flag != 0u;
   named_barrier_sync(2, T::kConsumers);  // the flag is read before the next unit rewrites it
-  if (!last) return false;
-  __threadfence();
+  if (!last) return false;               // thread 0's acquire and the barrier order the reads below
 #pragma unroll
   for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
   for (int s = 0; s < p.splits; ++s) {

@@ -159,6 +159,11 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
+// Release / acquire at GPU scope for the split-K hand-off (a relaxed atomic after it releases,
+// before it acquires): lighter than __threadfence()'s sequentially consistent fence.sc.gpu.
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
 // Non-aligned form: the warps may arrive diverged (e.g. after the TMA issuer's branch).
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");

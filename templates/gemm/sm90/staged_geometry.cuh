@@ -53,11 +53,11 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
 // in shared memory and expanded by the consumers straight into register fragments, X (operand A,
 // M rows, expanded once by staged_expand.cuh) as the shared-memory operand. Per stage: W's packed
 // K tile (128 rows x 64 bytes, 64-byte swizzle), X's expanded K tile (block_t rows x 128 bytes,
-// 128-byte swizzle), and beside the ring per stage the shifts of W's 4 blocks per row (one byte
-// each), W's and X's segment factors; and one [64][132] FP32 tile for the epilogue.
+// 128-byte swizzle), and beside the ring per stage the E4M3 tables of W's 4 blocks per row (32
+// bytes per row), W's and X's segment factors; and one [64][132] FP32 tile for the epilogue.
 struct SwapGeometry {
   int w_bytes, x_bytes, stage_bytes;
-  int shift_bytes, w_factor_bytes, x_factor_bytes, aux_stage_bytes;
+  int lut_bytes, w_factor_bytes, x_factor_bytes, aux_stage_bytes;
   int epi_bytes;  // the epilogue's [64][132] FP32 tile
   int aux_offset, epi_offset, barrier_offset, table_offset, scratch_offset;
   int smem_bytes;
@@ -71,10 +71,10 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(int block_t, int stages) {
   g.w_bytes = 128 * 64;
   g.x_bytes = block_t * 128;
   g.stage_bytes = g.w_bytes + g.x_bytes;  // multiples of 1024 for block_t 64 or 128
-  g.shift_bytes = 128 * 4;
+  g.lut_bytes = 128 * 32;
   g.w_factor_bytes = 128 * 4;
   g.x_factor_bytes = block_t * 4;
-  g.aux_stage_bytes = g.shift_bytes + g.w_factor_bytes + g.x_factor_bytes;
+  g.aux_stage_bytes = g.lut_bytes + g.w_factor_bytes + g.x_factor_bytes;
   g.epi_bytes = 64 * (128 + 4) * 4;
   g.aux_offset = stages * g.stage_bytes;
   g.epi_offset = g.aux_offset + stages * g.aux_stage_bytes;  // 16-byte aligned

@@ -16,9 +16,9 @@
 //           segment's last K tile A's segment factors (bulk copy)
 //   warps 1, 2: B's block scales (64 rows each, two per lane): per (row, segment) the largest
 //           code ref and the segment factor 2^(ref - 133) (NaN when a code is NaN), per (row,
-//           K tile) the 4 blocks' shifts e - ref + 14 (one byte each: the E4M3 table of
-//           expand.cuh the consumers read); the stage's full barrier waits for these warps as for
-//           the TMA bytes
+//           K tile) the E4M3 tables (expand.cuh, two words each) of the 4 blocks' shifts
+//           e - ref + 14, which the consumers read with two 16-byte loads per row; the stage's
+//           full barrier waits for these warps as for the TMA bytes
 //   warpgroups 1, 2: 64 rows of B each; per K tile 4 register-A wgmmas (QGMMA, K = 32 each) into
 //           a segment accumulator, promoted into FP32 with a_factor[token] * b_factor[row] after
 //           the segment's last K tile; split-K and the epilogue write D[token, row].
@@ -61,7 +61,7 @@ struct SwapTraits {
   static constexpr int kProducerRegs = BLOCK_T == 64 ? 104 : 80;
   static constexpr int kConsumerRegs = BLOCK_T == 64 ? 200 : 208;  // no spills (ptxas -v)
   static constexpr int kEpiLd = 128 + 4;  // floats per row of the epilogue tile
-  static constexpr int kScaleWarps = 2;                         // warps 1 .. kScaleWarps
+  static constexpr int kScaleWarps = 2;   // warps 1 .. kScaleWarps
   static constexpr int kRowsPerLane = BLOCK_W / (32 * kScaleWarps);
   static_assert(kKind == ScaleKind::mx, "the swapped kernel multiplies mx operands only");
   static_assert(BLOCK_T == 64 || BLOCK_T == 128, "BLOCK_N (tokens per tile): 64 or 128");
@@ -75,29 +75,40 @@ struct SwapTraits {
   using Mma = WgmmaRS_e4m3<BLOCK_T>;
 };
 
+// Ring position kept incrementally (slot and phase), not derived from a count by division.
+template <int kStages>
+struct SwapRing {
+  int s = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ int slot() const { return s; }
+  __device__ __forceinline__ unsigned full_parity() const { return phase; }
+  __device__ __forceinline__ unsigned empty_parity() const { return phase ^ 1u; }
+  __device__ __forceinline__ void advance() {
+    if (++s == kStages) {
+      s = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
 template <class T>
 struct SwapSmem : AlignedSmem {
   __device__ __forceinline__ explicit SwapSmem(unsigned char* raw) : AlignedSmem(raw) {}
   __device__ __forceinline__ unsigned char* w_ptr(int s) const {
     return base + s * T::G.stage_bytes;
   }
-  __device__ __forceinline__ unsigned char* x_ptr(int s) const {
-    return w_ptr(s) + T::G.w_bytes;
-  }
+  __device__ __forceinline__ unsigned char* x_ptr(int s) const { return w_ptr(s) + T::G.w_bytes; }
   __device__ __forceinline__ unsigned w(int s) const { return addr + s * T::G.stage_bytes; }
   __device__ __forceinline__ unsigned x(int s) const { return w(s) + T::G.w_bytes; }
-  __device__ __forceinline__ unsigned shifts(int s) const {
+  __device__ __forceinline__ unsigned luts(int s) const {
     return addr + T::G.aux_offset + s * T::G.aux_stage_bytes;
   }
-  __device__ __forceinline__ unsigned w_factor(int s) const {
-    return shifts(s) + T::G.shift_bytes;
-  }
+  __device__ __forceinline__ unsigned w_factor(int s) const { return luts(s) + T::G.lut_bytes; }
   __device__ __forceinline__ unsigned x_factor(int s) const {
     return w_factor(s) + T::G.w_factor_bytes;
   }
   __device__ __forceinline__ unsigned char* x_factor_ptr(int s) const {
-    return base + T::G.aux_offset + s * T::G.aux_stage_bytes + T::G.shift_bytes +
-           T::G.w_factor_bytes;
+    return base + T::G.aux_offset + s * T::G.aux_stage_bytes + T::G.lut_bytes + T::G.w_factor_bytes;
   }
   __device__ __forceinline__ unsigned epi() const { return addr + T::G.epi_offset; }
   __device__ __forceinline__ unsigned table() const { return addr + T::G.table_offset; }
@@ -169,7 +180,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < T::kStages; ++s) {
       mbar_init(sm.full(s), 1 + T::kScaleWarps);  // the TMA issuer's expect_tx, the scale warps
-      mbar_init(sm.empty(s), 8);  // one arrival per consumer warp
+      mbar_init(sm.empty(s), 8);                  // one arrival per consumer warp
     }
     fence_barrier_init();
     tma_prefetch_desc(&tma_a);
@@ -192,7 +203,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
   };
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
-  RingPos<T::kStages> pos;
+  SwapRing<T::kStages> pos;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
@@ -211,7 +222,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
           if (seg_last)
             bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
                       T::G.x_factor_bytes, sm.full(s));
-          ++pos.count;
+          pos.advance();
         }
       }
     } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
@@ -222,7 +233,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
           ((reinterpret_cast<unsigned long long>(p.b_scale) | static_cast<unsigned>(p.b_scale_ld)) &
            3u) == 0u;
       SwapSegmentCodes<T> cur{}, nxt{};
-      int seg_tiles = 0;  // K tiles of the segment in cur (0: none yet)
+      int seg_tiles = 0;                           // K tiles of the segment in cur (0: none yet)
       int lu = first, lkt = 0, lend = 0, ln0 = 0;  // the segment to load next
       if (lu < sched.units) {
         WorkUnit w = sched.unit(lu);
@@ -246,8 +257,8 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
           }
         }
         if (seg_tiles > 0) {
-          // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per block,
-          // kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
+          // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per
+          // block, kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
           unsigned ref4[T::kRowsPerLane], factor[T::kRowsPerLane];
 #pragma unroll
           for (int i = 0; i < T::kRowsPerLane; ++i) {
@@ -261,9 +272,10 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
             m = __vmaxu4(m, m >> 16);
             m = __vmaxu4(m, m >> 8) & 0xFFu;
             ref4[i] = m * 0x01010101u;
-            factor[i] = nan != 0u ? 0x7FC00000u
-                                  : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift +
-                                                          kLutBias));
+            factor[i] =
+                nan != 0u
+                    ? 0x7FC00000u
+                    : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias));
           }
 #pragma unroll
           for (int t = 0; t < T::kPeriod; ++t) {
@@ -280,12 +292,17 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
                 *const_cast<unsigned*>(p.fallback) = 1u;
               const unsigned shifts =
                   (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
+              unsigned lut[8];
+#pragma unroll
+              for (int j = 0; j < 4; ++j)
+                lds64(sm.table() + 8 * ((shifts >> (8 * j)) & 0xFFu), lut[2 * j], lut[2 * j + 1]);
               const int row = swap_scale_row<T>(i);
-              sts32(sm.shifts(s) + 4 * row, shifts);
+              sts128(sm.luts(s) + 32 * row, lut[0], lut[1], lut[2], lut[3]);
+              sts128(sm.luts(s) + 32 * row + 16, lut[4], lut[5], lut[6], lut[7]);
               if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
             }
             warp_arrive(sm.full(s));
-            ++pos.count;
+            pos.advance();
           }
         }
         if (load_tiles == 0) break;
@@ -303,22 +320,28 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
   rw.r1 = rw.r0 + 8;
   rw.tig = lane & 3;
-  const unsigned sw0 = static_cast<unsigned>((rw.r0 >> 1) & 3);
-  const unsigned sw1 = static_cast<unsigned>((rw.r1 >> 1) & 3);
+  // Offsets of the thread's packed words in B's stage (64-byte rows, 64-byte swizzle: 16-byte
+  // unit st of row r at st ^ ((r >> 1) & 3)), per K step.
+  unsigned w_off0[4], w_off1[4];
+#pragma unroll
+  for (int st = 0; st < 4; ++st) {
+    w_off0[st] = rw.r0 * 64 + 16 * (st ^ ((rw.r0 >> 1) & 3)) + 4 * rw.tig;
+    w_off1[st] = rw.r1 * 64 + 16 * (st ^ ((rw.r1 >> 1) & 3)) + 4 * rw.tig;
+  }
 
   // B's fragment of stage s: 4 K steps x (row r0 lo, row r1 lo, row r0 hi, row r1 hi).
   const auto expand = [&](int s, unsigned(&fr)[16]) {
-    const unsigned t0 = lds32(sm.shifts(s) + 4 * rw.r0), t1 = lds32(sm.shifts(s) + 4 * rw.r1);
-    const unsigned pw = sm.w(s), table = sm.table();
+    unsigned l0[8], l1[8];  // the E4M3 tables of the rows' 4 blocks (lo, hi words)
+    lds128(sm.luts(s) + 32 * rw.r0, l0[0], l0[1], l0[2], l0[3]);
+    lds128(sm.luts(s) + 32 * rw.r0 + 16, l0[4], l0[5], l0[6], l0[7]);
+    lds128(sm.luts(s) + 32 * rw.r1, l1[0], l1[1], l1[2], l1[3]);
+    lds128(sm.luts(s) + 32 * rw.r1 + 16, l1[4], l1[5], l1[6], l1[7]);
+    const unsigned pw = sm.w(s);
 #pragma unroll
     for (int st = 0; st < 4; ++st) {
-      const unsigned w0 = lds32(pw + rw.r0 * 64 + 16 * (st ^ sw0) + 4 * rw.tig);
-      const unsigned w1 = lds32(pw + rw.r1 * 64 + 16 * (st ^ sw1) + 4 * rw.tig);
-      unsigned l0, h0, l1, h1;
-      lds64(table + 8 * ((t0 >> (8 * st)) & 0xFFu), l0, h0);
-      lds64(table + 8 * ((t1 >> (8 * st)) & 0xFFu), l1, h1);
-      e2m1x8_to_e4m3_lut(w0, l0, h0, fr[4 * st + 0], fr[4 * st + 2]);
-      e2m1x8_to_e4m3_lut(w1, l1, h1, fr[4 * st + 1], fr[4 * st + 3]);
+      const unsigned w0 = lds32(pw + w_off0[st]), w1 = lds32(pw + w_off1[st]);
+      e2m1x8_to_e4m3_lut(w0, l0[2 * st], l0[2 * st + 1], fr[4 * st + 0], fr[4 * st + 2]);
+      e2m1x8_to_e4m3_lut(w1, l1[2 * st], l1[2 * st + 1], fr[4 * st + 1], fr[4 * st + 3]);
     }
   };
   const auto issue = [&](float(&d)[T::kAccum], const unsigned(&fr)[16], int s, bool accumulate) {
@@ -366,7 +389,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
       const int s = pos.slot();
       issue(tmp, cur, s, !seg_first);
-      ++pos.count;
+      pos.advance();
       const bool more = kt + 1 < w.kt_end;
       if (more) {
         mbar_wait(sm.full(pos.slot()), pos.full_parity());
@@ -393,8 +416,9 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     // rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the instruction
     // cache, and the fragment-order version (64 scattered stores) was 2x the code.
     const unsigned epi = sm.epi();
-    const bool vec4 = p.ldd % 4 == 0 &&
-                      reinterpret_cast<unsigned long long>(p.d) % (Cfg::kOut == OutType::f32 ? 16 : 8) == 0;
+    const bool vec4 =
+        p.ldd % 4 == 0 &&
+        reinterpret_cast<unsigned long long>(p.d) % (Cfg::kOut == OutType::f32 ? 16 : 8) == 0;
 #pragma unroll
     for (int h = 0; h < T::BLOCK_T / 64; ++h) {
       named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
@@ -425,9 +449,9 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
           if (i < cols) {
             if (p.bias != nullptr) x[i] += gemm::load_bias(p.bias, p.bias_type, n + i);
             if (p.c != nullptr && p.beta != 0.0f)
-              x[i] = fmaf(p.beta,
-                          load_out<Cfg::kOut>(p.c, static_cast<long long>(m) * p.ldc + n + i),
-                          x[i]);
+              x[i] =
+                  fmaf(p.beta, load_out<Cfg::kOut>(p.c, static_cast<long long>(m) * p.ldc + n + i),
+                       x[i]);
           }
         }
         const long long at = static_cast<long long>(m) * p.ldd + n;
