@@ -1,7 +1,7 @@
 // CudaBackend::gemm: plan (gemm_plan.hpp), the two uint8 TMA tensor maps of the packed operand
 // codes (cuTensorMapEncodeTiled), the kernel's dynamic shared-memory limit (cuFuncSetAttribute),
 // split-K scratch and counters (stream-ordered), the launch on the caller's stream, then the OCC
-// compensation kernels when asked for.
+// compensation kernels when asked for. One memset per call clears what the kernels need zeroed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -169,6 +169,15 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
                               plan.b_box_rows, plan.b_swizzle);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
+  if (plan.swap) {
+    // Starts while A's expansion finishes; the kernel waits for it before reading its output.
+    CUlaunchAttribute attr;
+    const CUlaunchConfig config =
+        dependent_launch_config(plan.choice.grid, plan.threads, plan.smem_bytes, s, attr);
+    check(d_.launch_kernel_ex(&config, fn, params, nullptr),
+          "cuLaunchKernelEx (GEMM, programmatic dependent launch)");
+    return;
+  }
   if (plan.cluster_m <= 1) {
     check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
                            static_cast<unsigned>(plan.threads), 1, 1,
@@ -209,38 +218,41 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
     return at;
   };
   const std::int64_t ws_offset = reserve(plan.workspace_floats * 4);
-  const std::int64_t counter_offset = reserve(plan.choice.splits > 1 ? plan.tiles * 4 : 0);
   const GemmPlan* fb = plan.fallback.empty() ? nullptr : &plan.fallback.front();
   const std::int64_t fb_ws_offset = reserve(fb != nullptr ? fb->workspace_floats * 4 : 0);
-  const std::int64_t fb_counter_offset =
-      reserve(fb != nullptr && fb->choice.splits > 1 ? fb->tiles * 4 : 0);
+  // The words the launch needs zeroed, side by side so that one memset clears them: the window
+  // flag (with a fallback), the split-K tile counters, the fallback's.
+  const std::int64_t flag_words = fb != nullptr ? 1 : 0;
+  const std::int64_t counter_words = plan.choice.splits > 1 ? plan.tiles : 0;
+  const std::int64_t fb_counter_words = fb != nullptr && fb->choice.splits > 1 ? fb->tiles : 0;
+  const std::int64_t zero_words = flag_words + counter_words + fb_counter_words;
+  const std::int64_t zero_offset = reserve(zero_words * 4);
   const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
   const std::int64_t exp_b_offset =
       reserve(plan.staged && !plan.swap ? shape.n * plan.b_row_bytes : 0);
   const std::int64_t fac_a_offset = reserve(std::int64_t{plan.factor_rows} * plan.a_factor_ld * 4);
   const std::int64_t fac_b_offset = reserve(std::int64_t{plan.factor_rows} * plan.b_factor_ld * 4);
-  const std::int64_t flag_offset = reserve(fb != nullptr ? 4 : 0);
   const std::int64_t wt_offset =
       reserve(occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0);
   const std::int64_t rows_offset = reserve(occ ? (shape.m + 1) * 8 : 0);
   const Workspace scratch(*workspace_, s, top);
 
-  const auto zero_counters = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
-                                 std::int64_t counters) {
+  if (zero_words > 0)
+    check(d_.memset_d32_async(dptr(scratch.at<int>(zero_offset)), 0,
+                              static_cast<std::size_t>(zero_words), s),
+          "cuMemsetD32Async (window flag, split-K counters)");
+  const auto split_scratch = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
+                                 std::int64_t first_word) {
     if (pl.choice.splits <= 1) return;
     p.workspace = scratch.at<float>(ws);
-    p.counters = scratch.at<int>(counters);
-    check(d_.memset_d32_async(dptr(p.counters), 0, static_cast<std::size_t>(pl.tiles), s),
-          "cuMemsetD32Async");
+    p.counters = scratch.at<int>(zero_offset + 4 * first_word);
   };
   gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
-  zero_counters(plan, p, ws_offset, counter_offset);
+  split_scratch(plan, p, ws_offset, flag_words);
   const void* a_codes = a.codes;
   const void* b_codes = b.codes;
-  unsigned* flag = fb != nullptr ? scratch.at<unsigned>(flag_offset) : nullptr;
+  unsigned* flag = fb != nullptr ? scratch.at<unsigned>(zero_offset) : nullptr;
   if (plan.staged) {
-    if (flag != nullptr)
-      check(d_.memset_d32_async(dptr(flag), 0, 1, s), "cuMemsetD32Async (window flag)");
     const auto expand = [&](const codegen::KernelSource& kernel, bool operand_b,
                             const QuantizedView& q, const QuantLayout& ol, std::int64_t rows,
                             std::int64_t code_ld, std::int64_t out_offset, std::int64_t out_ld,
@@ -307,7 +319,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   launch_gemm_kernel(plan, a_codes, b_codes, shape, p, s);
   if (fb != nullptr) {
     gemm::GemmParams pf = gemm_params(*fb, l, a, b, shape, out, epilogue);
-    zero_counters(*fb, pf, fb_ws_offset, fb_counter_offset);
+    split_scratch(*fb, pf, fb_ws_offset, flag_words + counter_words);
     pf.fallback = flag;
     pf.fallback_runs = 1;
     launch_gemm_kernel(*fb, a.codes, b.codes, shape, pf, s);

@@ -58,6 +58,19 @@ inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstr
   return config;
 }
 
+// The same for a kernel launched with programmatic dependent launch: it may start while the
+// kernel before it on the stream finishes (once that one's CTAs have all started or triggered
+// `griddepcontrol.launch_dependents`), and waits for it with `griddepcontrol.wait` before reading
+// what it wrote (templates/gemm/sm90/swap.cuh).
+inline CUlaunchConfig dependent_launch_config(int grid, int block, int smem, CUstream stream,
+                                              CUlaunchAttribute& attr) {
+  CUlaunchConfig config = cluster_launch_config(grid, block, smem, stream, 1, attr);
+  attr = CUlaunchAttribute{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  return config;
+}
+
 class ModuleRegistry {
  public:
   // `cache` may be null (no persistent cache); it must outlive the registry.

@@ -189,5 +189,35 @@ TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   }
 }
 
+// A swapped GEMM with split-K and a split fallback: the window flag and both kernels' tile
+// counters are cleared by one memset; A's expansion (with B's check), the swapped kernel and the
+// fused fallback are the three launches, the swapped one with programmatic dependent launch.
+TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const GemmShape s{128, 4096, 4096};
+  const auto operand = [&](Role role, std::int64_t rows, cuda::DeviceBuffer& codes,
+                           cuda::DeviceBuffer& scales) {
+    const QuantLayout l = engine_->layout(r, role, rows, s.k);
+    codes = cuda::DeviceBuffer(static_cast<std::size_t>(l.code_bytes()));
+    scales = cuda::DeviceBuffer(static_cast<std::size_t>(l.scale_count()));
+    QuantizedView q;
+    q.codes = codes.get<std::uint8_t>();
+    q.scales = scales.get();
+    return q;
+  };
+  cuda::DeviceBuffer ac, as, bc, bs, out(static_cast<std::size_t>(s.m * s.n * 2));
+  const QuantizedView a = operand(Role::x, s.m, ac, as), b = operand(Role::w, s.n, bc, bs);
+  const TensorView y{out.get(), DType::bf16, s.m, s.n};
+  engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);  // compiles and loads
+  reset_();
+  engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+  EXPECT_EQ(calls("cuMemsetD32Async"), 1);
+  EXPECT_EQ(calls("cuMemsetD8Async"), 0);
+  // The swapped kernel as a programmatic dependent of the expansion (cuLaunchKernelEx).
+  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
+  EXPECT_EQ(calls("cuLaunchKernel"), 2);
+}
+
 }  // namespace
 }  // namespace fp4jit

@@ -159,6 +159,16 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
+// Programmatic dependent launch: let the next kernel on the stream start (its CTAs may be
+// scheduled once every CTA of this grid has triggered or exited), and, in that next kernel, wait
+// until this grid has completed and its memory operations are visible. Both are no-ops for a
+// kernel launched without the attribute.
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void wait_prerequisite_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 // Release / acquire at GPU scope for the split-K hand-off (a relaxed atomic after it releases,
 // before it acquires): lighter than __threadfence()'s sequentially consistent fence.sc.gpu.
 __device__ __forceinline__ void fence_acq_rel_gpu() {

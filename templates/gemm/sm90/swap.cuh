@@ -170,9 +170,6 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
                      const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = SwapTraits<Cfg>;
-  // The expansion pass found a code outside the exact window: the fused kernel launched next does
-  // the work.
-  if (p_in.fallback != nullptr && *p_in.fallback != 0u) return;
   const GemmParams p = with_fixed_sizes<Cfg>(p_in);
   extern __shared__ unsigned char smem_raw[];
   const SwapSmem<T> sm(smem_raw);
@@ -193,6 +190,12 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     sm.table_ptr()[2 * tid + 1] = hi;
   }
   __syncthreads();
+  // Launched as a dependent of A's expansion (gemm_launch.cpp): everything above overlapped its
+  // end; its output (A's operand and factors, the window flag) is read only after this.
+  wait_prerequisite_grid();
+  // The expansion pass found a code outside the exact window: the fused kernel launched next does
+  // the work.
+  if (p.fallback != nullptr && *p.fallback != 0u) return;
 
   // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
   using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
