@@ -148,25 +148,38 @@ TEST_F(FakeDriverTest, HostPointersAreRefusedByName) {
   EXPECT_EQ(calls("cuLaunchKernel"), 1);
 }
 
-// A staged GEMM in clusters of two goes through cuLaunchKernelEx with the cluster dimension, its
-// resident-cluster count asked once per kernel; a plain choice through cuLaunchKernel.
-TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
-  cuda::DeviceScope scope;
-  const Recipe r = parse_recipe("mxfp4");
-  const GemmShape s{1024, 512, 512};
-  const auto operand = [&](Role role, std::int64_t rows, cuda::DeviceBuffer& codes,
-                           cuda::DeviceBuffer& scales) {
-    const QuantLayout l = engine_->layout(r, role, rows, s.k);
+// Device buffers (contents unset: nothing runs) for an fprop GEMM of shape s: A and B quantized
+// by r, a BF16 output.
+struct FpropOperands {
+  cuda::DeviceBuffer ac, as, bc, bs, out;
+  QuantizedView a, b;
+  TensorView y;
+  FpropOperands(Engine& e, const Recipe& r, const GemmShape& s)
+      : out(static_cast<std::size_t>(s.m * s.n * 2)),
+        a(make(e, r, Role::x, s.m, s.k, ac, as)),
+        b(make(e, r, Role::w, s.n, s.k, bc, bs)),
+        y{out.get(), DType::bf16, s.m, s.n} {}
+  static QuantizedView make(Engine& e, const Recipe& r, Role role, std::int64_t rows,
+                            std::int64_t k, cuda::DeviceBuffer& codes, cuda::DeviceBuffer& scales) {
+    const QuantLayout l = e.layout(r, role, rows, k);
     codes = cuda::DeviceBuffer(static_cast<std::size_t>(l.code_bytes()));
     scales = cuda::DeviceBuffer(static_cast<std::size_t>(l.scale_count()));
     QuantizedView q;
     q.codes = codes.get<std::uint8_t>();
     q.scales = scales.get();
     return q;
-  };
-  cuda::DeviceBuffer ac, as, bc, bs, out(static_cast<std::size_t>(s.m * s.n * 2));
-  const QuantizedView a = operand(Role::x, s.m, ac, as), b = operand(Role::w, s.n, bc, bs);
-  const TensorView y{out.get(), DType::bf16, s.m, s.n};
+  }
+};
+
+// A staged GEMM in clusters of two goes through cuLaunchKernelEx with the cluster dimension, its
+// resident-cluster count asked once per kernel; a plain choice through cuLaunchKernel.
+TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const GemmShape s{1024, 512, 512};
+  const FpropOperands ops(*engine_, r, s);
+  const QuantizedView &a = ops.a, &b = ops.b;
+  const TensorView& y = ops.y;
   struct Choice {
     explicit Choice(const char* text) { setenv("FP4JIT_SM90_GEMM", text, 1); }
     ~Choice() { unsetenv("FP4JIT_SM90_GEMM"); }
@@ -196,19 +209,9 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
   const GemmShape s{128, 4096, 4096};
-  const auto operand = [&](Role role, std::int64_t rows, cuda::DeviceBuffer& codes,
-                           cuda::DeviceBuffer& scales) {
-    const QuantLayout l = engine_->layout(r, role, rows, s.k);
-    codes = cuda::DeviceBuffer(static_cast<std::size_t>(l.code_bytes()));
-    scales = cuda::DeviceBuffer(static_cast<std::size_t>(l.scale_count()));
-    QuantizedView q;
-    q.codes = codes.get<std::uint8_t>();
-    q.scales = scales.get();
-    return q;
-  };
-  cuda::DeviceBuffer ac, as, bc, bs, out(static_cast<std::size_t>(s.m * s.n * 2));
-  const QuantizedView a = operand(Role::x, s.m, ac, as), b = operand(Role::w, s.n, bc, bs);
-  const TensorView y{out.get(), DType::bf16, s.m, s.n};
+  const FpropOperands ops(*engine_, r, s);
+  const QuantizedView &a = ops.a, &b = ops.b;
+  const TensorView& y = ops.y;
   engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);  // compiles and loads
   reset_();
   engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);

@@ -48,4 +48,11 @@ struct TileScheduler {
   }
 };
 
+// Units whose K range counts promotion segments of `period` K tiles (the staged and swapped
+// kernels split K by whole segments): the range in K tiles, clipped to the last one.
+__device__ __forceinline__ void segments_to_k_tiles(WorkUnit& w, int period, int k_tiles) {
+  w.kt_begin *= period;
+  w.kt_end = w.kt_end * period < k_tiles ? w.kt_end * period : k_tiles;
+}
+
 }  // namespace fp4jit::sm90

@@ -228,8 +228,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   // Split-K and the scheduler count whole segments; unit.kt_* are scaled to K tiles below.
   const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
   const auto k_range = [&](WorkUnit& w) {
-    w.kt_begin *= T::kPeriod;
-    w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
+    segments_to_k_tiles(w, T::kPeriod, k_tiles);
     w.m0 += rank * T::BLOCK_M;
   };
   RingPos<T::kStages> pos;

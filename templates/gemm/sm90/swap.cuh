@@ -201,10 +201,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
   const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
   const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
-  const auto k_range = [&](WorkUnit& w) {
-    w.kt_begin *= T::kPeriod;
-    w.kt_end = min(w.kt_end * T::kPeriod, k_tiles);
-  };
+  const auto k_range = [&](WorkUnit& w) { segments_to_k_tiles(w, T::kPeriod, k_tiles); };
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
   SwapRing<T::kStages> pos;
 
