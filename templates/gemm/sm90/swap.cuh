@@ -30,7 +30,9 @@
 // consumers (expanded word q holds elements 8q..8q+3 for q < 4, 8(q-4)+4.. for q >= 4), the order
 // in which e2m1x8_to_e4m3_lut fills a0 / a2 from one packed word: the product is unchanged.
 // Host side: runtime/cuda/gemm_launch.cpp (tensor maps: A expanded, box {128, BLOCK_T},
-// CU_TENSOR_MAP_SWIZZLE_128B; B packed, box {64, 128}, CU_TENSOR_MAP_SWIZZLE_64B).
+// CU_TENSOR_MAP_SWIZZLE_128B; B packed, box {64, 128}, CU_TENSOR_MAP_SWIZZLE_64B), launched as a
+// programmatic dependent of A's expansion: the set-up below overlaps that launch's end, and
+// griddepcontrol.wait comes before anything it wrote is read.
 #pragma once
 #include "gemm/sm90/config.cuh"
 #include "gemm/sm90/consumer.cuh"
