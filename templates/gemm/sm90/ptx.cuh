@@ -159,13 +159,10 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
-// Programmatic dependent launch: let the next kernel on the stream start (its CTAs may be
-// scheduled once every CTA of this grid has triggered or exited), and, in that next kernel, wait
-// until this grid has completed and its memory operations are visible. Both are no-ops for a
-// kernel launched without the attribute.
-__device__ __forceinline__ void launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
+// Programmatic dependent launch, in the dependent kernel: wait until the grid before it on the
+// stream has completed and its memory operations are visible (a no-op for a kernel launched
+// without the attribute). The grid before lets it start early with
+// griddepcontrol.launch_dependents (staged_expand.cuh).
 __device__ __forceinline__ void wait_prerequisite_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }

@@ -29,7 +29,6 @@
 #include "gemm/sm90/config.cuh"
 #include "gemm/sm90/expand.cuh"
 #include "gemm/sm90/nv_decode.cuh"
-#include "gemm/sm90/ptx.cuh"
 #include "gemm/sm90/staged_geometry.cuh"
 
 namespace fp4jit::sm90 {
@@ -219,8 +218,11 @@ template <class Cfg>
 __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
   using T = ExpandTraits<Cfg>;
   // The swapped GEMM after this launch may start its set-up now (it waits for this grid's
-  // completion before reading anything written here).
-  launch_dependents();
+  // completion before reading anything written here; ptx.cuh). Guarded: this file also compiles
+  // on the host for the CPU emulator (tests/emu).
+#if defined(__CUDA_ARCH__)
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   if constexpr (T::kKind == ScaleKind::mx) {
     if (p.check_scale != nullptr && static_cast<int>(blockIdx.x) >= p.expand_ctas) {
       check_scale_window<T>(p);
