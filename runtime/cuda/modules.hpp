@@ -37,15 +37,12 @@ class ContextGuard {
   bool pushed_ = false;
 };
 
-// A launch of `grid` CTAs of `block` threads with `smem` bytes of dynamic shared memory each, in
-// clusters of `cluster` CTAs along x; `attr` (the caller's, alive while the config is used) holds
-// the cluster dimension.
-inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstream stream,
-                                            int cluster, CUlaunchAttribute& attr) {
+// A launch of `grid` CTAs of `block` threads with `smem` bytes of dynamic shared memory each on
+// `stream`, with one launch attribute: `attr` (the caller's, alive while the config is used), reset
+// here for the caller to fill.
+inline CUlaunchConfig launch_config(int grid, int block, int smem, CUstream stream,
+                                    CUlaunchAttribute& attr) {
   attr = CUlaunchAttribute{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(cluster);
-  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
   CUlaunchConfig config{};
   config.gridDimX = static_cast<unsigned>(grid);
   config.gridDimY = config.gridDimZ = 1;
@@ -58,14 +55,23 @@ inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstr
   return config;
 }
 
-// The same for a kernel launched with programmatic dependent launch: it may start while the
+// ... in clusters of `cluster` CTAs along x.
+inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstream stream,
+                                            int cluster, CUlaunchAttribute& attr) {
+  const CUlaunchConfig config = launch_config(grid, block, smem, stream, attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  return config;
+}
+
+// ... with programmatic dependent launch: the kernel may start while the
 // kernel before it on the stream finishes (once that one's CTAs have all started or triggered
 // `griddepcontrol.launch_dependents`), and waits for it with `griddepcontrol.wait` before reading
 // what it wrote (templates/gemm/sm90/swap.cuh).
 inline CUlaunchConfig dependent_launch_config(int grid, int block, int smem, CUstream stream,
                                               CUlaunchAttribute& attr) {
-  CUlaunchConfig config = cluster_launch_config(grid, block, smem, stream, 1, attr);
-  attr = CUlaunchAttribute{};
+  const CUlaunchConfig config = launch_config(grid, block, smem, stream, attr);
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmaticStreamSerializationAllowed = 1;
   return config;

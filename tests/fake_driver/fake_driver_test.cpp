@@ -40,6 +40,14 @@ class FakeDriverTest : public test_util::TempDirTest {
     engine_ = std::make_unique<Engine>(o);
   }
   long calls(const char* name) const { return calls_(name); }
+  // An fprop GEMM once (compiling and loading its kernels), then `times` more with the driver
+  // calls counted from zero.
+  void counted_gemms(const Recipe& r, const GemmShape& s, const QuantizedView& a,
+                     const QuantizedView& b, const TensorView& y, int times) {
+    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    reset_();
+    for (int i = 0; i < times; ++i) engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+  }
   long pointer_queries() const {
     return calls("cuPointerGetAttribute") + calls("cuPointerGetAttributes");
   }
@@ -186,17 +194,13 @@ TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   };
   {
     Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1");
-    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);  // compiles and loads
-    reset_();
-    for (int i = 0; i < 3; ++i) engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    counted_gemms(r, s, a, b, y, 3);
     EXPECT_EQ(calls("cuLaunchKernelEx"), 3);
     EXPECT_EQ(calls("cuOccupancyMaxActiveClusters"), 0) << "asked once per kernel, before";
   }
   {
     Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1");
-    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
-    reset_();
-    engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+    counted_gemms(r, s, a, b, y, 1);
     EXPECT_EQ(calls("cuLaunchKernelEx"), 0);
     EXPECT_GE(calls("cuLaunchKernel"), 1);
   }
@@ -210,11 +214,7 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   const Recipe r = parse_recipe("mxfp4");
   const GemmShape s{128, 4096, 4096};
   const FpropOperands ops(*engine_, r, s);
-  const QuantizedView &a = ops.a, &b = ops.b;
-  const TensorView& y = ops.y;
-  engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);  // compiles and loads
-  reset_();
-  engine_->gemm(r, GemmOp::fprop, a, b, s, y, {}, nullptr);
+  counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
   EXPECT_EQ(calls("cuMemsetD32Async"), 1);
   EXPECT_EQ(calls("cuMemsetD8Async"), 0);
   // The swapped kernel as a programmatic dependent of the expansion (cuLaunchKernelEx).

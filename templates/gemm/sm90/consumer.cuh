@@ -1,6 +1,6 @@
-// The two consumer warpgroups of the sm90 GEMM (the last 256 threads): each owns 64 rows of the tile.
-// Per expanded stage a thread expands its A fragment straight into registers (rows g and g + 8 of
-// its warp's 16, 4 wgmma K steps) and issues 4 register-A wgmmas on the stage's B.
+// The two consumer warpgroups of the sm90 GEMM (the last 256 threads): each owns 64 rows of the
+// tile. Per expanded stage a thread expands its A fragment straight into registers (rows g and g +
+// 8 of its warp's 16, 4 wgmma K steps) and issues 4 register-A wgmmas on the stage's B.
 //
 // Fragment (per K step, 4 registers): a0 = row g, physical k 4t..4t+3 (FP8; 2t, 2t+1 for 16-bit),
 // a1 = row g + 8, a2 / a3 = the same rows at k + 16 (k + 8). Thread t of a row group takes packed
@@ -22,9 +22,44 @@ struct ConsumerRows {
   int tig;     // thread in group (lane % 4)
 };
 
+// The fragment rows of consumer thread ctid (0..255: warpgroup ctid / 128 owns 64 rows, each of its
+// warps 16).
+__device__ __forceinline__ ConsumerRows consumer_rows(int ctid) {
+  const int lane = ctid & 31;
+  ConsumerRows rw;
+  rw.r0 = (ctid / 128) * 64 + ((ctid & 127) / 32) * 16 + lane / 4;
+  rw.r1 = rw.r0 + 8;
+  rw.tig = lane & 3;
+  return rw;
+}
+
+// acc += tmp * f[row] * g[col] over a fragment of kCols columns: f0 / f1 the factors of rows r0 /
+// r1, g one float per column in shared memory at col_factors (kColFactors false: g = 1).
+// Fragment element 4 v2 + 2 v1 + v0 is row r(v1), column 8 v2 + 2 tig + v0.
+template <int kCols, bool kColFactors, int kAccum>
+__device__ __forceinline__ void promote_fragment(const float (&tmp)[kAccum], float f0, float f1,
+                                                 unsigned col_factors, int tig,
+                                                 float (&acc)[kAccum]) {
+#pragma unroll
+  for (int v2 = 0; v2 < kCols / 8; ++v2) {
+    float g0 = 1.0f, g1 = 1.0f;
+    if constexpr (kColFactors) {
+      unsigned u0, u1;
+      lds64(col_factors + 4 * (8 * v2 + 2 * tig), u0, u1);
+      g0 = __uint_as_float(u0);
+      g1 = __uint_as_float(u1);
+    }
+    acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
+    acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
+    acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
+    acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
+  }
+}
+
 // Expands one stage's A fragment (16 registers: 4 K steps x a0..a3).
 template <class T>
-__device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const ConsumerRows& rw, unsigned (&fr)[16]) {
+__device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const ConsumerRows& rw,
+                                         unsigned (&fr)[16]) {
   const unsigned pa = sm.exp_a(e);
   if constexpr ((T::kAblate & 2) != 0) {
 #pragma unroll
@@ -90,8 +125,8 @@ __device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const Con
 
 // 4 wgmma K steps on expanded stage e; the first overwrites d unless `accumulate`.
 template <class T>
-__device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[16], unsigned exp,
-                                          bool accumulate) {
+__device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[16],
+                                          unsigned exp, bool accumulate) {
   fence_operands(d);
   __syncwarp();
   wgmma_fence();
@@ -115,21 +150,24 @@ __device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned 
 template <class T>
 struct ConsumerPipe {
   RingPos<T::kExpStages> ex;
-  unsigned* progress = nullptr;  // debugging (GemmParams::progress), published by thread 0 of the warpgroup
+  unsigned* progress =
+      nullptr;  // debugging (GemmParams::progress), published by thread 0 of the warpgroup
   int progress_slot = 2;
   bool leader = false;
 };
 
 // Waits for the next stage; returns its tile info word.
 template <class T>
-__device__ __forceinline__ unsigned acquire_stage(const SmemView<T>& sm, const ConsumerPipe<T>& pp) {
+__device__ __forceinline__ unsigned acquire_stage(const SmemView<T>& sm,
+                                                  const ConsumerPipe<T>& pp) {
   mbar_wait(sm.exp_full(pp.ex.slot()), pp.ex.full_parity());
   return lds32(sm.tile_info(pp.ex.slot()));
 }
 
 // ms / nv without promotion: one accumulator, wgmma groups of consecutive stages in flight.
 template <class T>
-__device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, ConsumerPipe<T>& pp, const ConsumerRows& rw,
+__device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, ConsumerPipe<T>& pp,
+                                                    const ConsumerRows& rw,
                                                     float (&acc)[T::kAccum]) {
   unsigned fa[16], fb[16];
   bool first = true;
@@ -144,7 +182,8 @@ __device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, Consu
     if (prev_e >= 0) warp_arrive(sm.exp_empty(prev_e));
     prev_e = e;
     ++pp.ex.count;
-    if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
+    if (pp.leader)
+      publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
     return (info & kUnitLast) != 0;
   };
   while (true) {
@@ -158,8 +197,9 @@ __device__ __forceinline__ void mainloop_accumulate(const SmemView<T>& sm, Consu
 // mx (and ms with promotion): each stage's wgmmas write `tmp`; the next stage's A fragment is
 // expanded while they run; then tmp is promoted into `fin` with the stage's factor.
 template <class T>
-__device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, ConsumerPipe<T>& pp, const ConsumerRows& rw,
-                                                 float (&tmp)[T::kAccum], float (&fin)[T::kAccum]) {
+__device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, ConsumerPipe<T>& pp,
+                                                 const ConsumerRows& rw, float (&tmp)[T::kAccum],
+                                                 float (&fin)[T::kAccum]) {
   unsigned fa[16], fb[16];
 #pragma unroll
   for (int i = 0; i < T::kAccum; ++i) fin[i] = 0.0f;
@@ -195,7 +235,8 @@ __device__ __forceinline__ void mainloop_promote(const SmemView<T>& sm, Consumer
     }
     warp_arrive(sm.exp_empty(e));
     pp = nx;
-    if (pp.leader) publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
+    if (pp.leader)
+      publish_progress(pp.progress, pp.progress_slot, static_cast<unsigned>(pp.ex.count));
     return done;
   };
   while (true) {

@@ -80,11 +80,8 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
     const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
     const Sched sched(p.M, p.N, k_tiles, p.splits);
     const int ctid = tid - T::kTransformThreads;  // 0..255
-    const int wl = ctid & 127, lane = tid & 31;
-    ConsumerRows rw;
-    rw.r0 = (ctid / 128) * 64 + (wl / 32) * 16 + lane / 4;
-    rw.r1 = rw.r0 + 8;
-    rw.tig = lane & 3;
+    const int wl = ctid & 127;
+    const ConsumerRows rw = consumer_rows(ctid);
     ConsumerPipe<T> pp;
     pp.progress = p.progress;
     pp.progress_slot = 2 + ctid / 128;

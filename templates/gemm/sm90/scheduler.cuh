@@ -9,9 +9,9 @@
 namespace fp4jit::sm90 {
 
 struct WorkUnit {
-  int tile;            // linear tile index (the split-K counter / workspace slot)
-  int split;           // K split of the tile
-  int m0, n0;          // first row and column of the output tile
+  int tile;              // linear tile index (the split-K counter / workspace slot)
+  int split;             // K split of the tile
+  int m0, n0;            // first row and column of the output tile
   int kt_begin, kt_end;  // K tiles [begin, end)
 };
 

@@ -77,6 +77,23 @@ struct RingPos {
   __device__ __forceinline__ unsigned empty_parity() const { return full_parity() ^ 1u; }
 };
 
+// The same kept incrementally (slot and phase, no division by the stage count), for pipelines
+// that need no running count (staged.cuh, swap.cuh).
+template <int kStages>
+struct RingSlot {
+  int s = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ int slot() const { return s; }
+  __device__ __forceinline__ unsigned full_parity() const { return phase; }
+  __device__ __forceinline__ unsigned empty_parity() const { return phase ^ 1u; }
+  __device__ __forceinline__ void advance() {
+    if (++s == kStages) {
+      s = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
 __device__ __forceinline__ void publish_progress(unsigned* progress, int slot, unsigned value) {
   if (progress != nullptr)
     *reinterpret_cast<volatile unsigned*>(progress + 4 * blockIdx.x + slot) = value;

@@ -174,21 +174,29 @@ __device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRow
     f0 *= g;
     f1 *= g;
   }
-#pragma unroll
-  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-    float g0 = 1.0f, g1 = 1.0f;
-    if constexpr (T::kKind == ScaleKind::mx) {
-      unsigned u0, u1;
-      lds64(fb + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
-      g0 = __uint_as_float(u0);
-      g1 = __uint_as_float(u1);
-    }
-    acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
-    acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
-    acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
-    acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
-  }
+  promote_fragment<T::BLOCK_N, T::kKind == ScaleKind::mx>(tmp, f0, f1, fb, rw.tig, acc);
   staged_release<T>(sm, s);
+}
+
+// The TMA issuer's walk in the staged and swapped kernels: every K tile of the CTA's units (first,
+// first + stride, ...; k_range turns a unit's segments into K tiles), in the order the consumers
+// take them; for each it waits until the stage is free and calls load(s, w, kt, seg_last, seg),
+// seg_last marking the segment's last K tile (its factors travel with it).
+template <int kPeriod, class Sched, class KRange, class Ring, class Smem, class Load>
+__device__ __forceinline__ void issue_stages(const Sched& sched, int first, int stride,
+                                             const KRange& k_range, Ring& pos, const Smem& sm,
+                                             const Load& load) {
+  for (int u = first; u < sched.units; u += stride) {
+    WorkUnit w = sched.unit(u);
+    k_range(w);
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      const int s = pos.slot();
+      mbar_wait(sm.empty(s), pos.empty_parity());
+      load(s, w, kt, (kt + 1) % kPeriod == 0 || kt + 1 == w.kt_end,
+           static_cast<long long>(kt / kPeriod));
+      pos.advance();
+    }
+  }
 }
 
 template <class Cfg>
@@ -231,39 +239,31 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
     segments_to_k_tiles(w, T::kPeriod, k_tiles);
     w.m0 += rank * T::BLOCK_M;
   };
-  RingPos<T::kStages> pos;
+  RingSlot<T::kStages> pos;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (tid == 0) {
-      for (int u = first; u < sched.units; u += stride) {
-        WorkUnit w = sched.unit(u);
-        k_range(w);
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          const int s = pos.slot();
-          // The segment's factors travel with its last K tile, where the consumers promote.
-          const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
-          const long long seg = kt / T::kPeriod;
-          mbar_wait(sm.empty(s), pos.empty_parity());
-          mbar_arrive_expect_tx(sm.full(s), seg_last ? T::kTmaBytes : T::kTileBytes);
-          tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
-          if constexpr (T::kCluster > 1)
-            tma_load_2d_multicast(sm.b_ptr(s) + rank * T::kBPartBytes, &tma_b, sm.full(s), 128 * kt,
-                                  w.n0 + rank * T::kBRows,
-                                  static_cast<unsigned short>((1u << T::kCluster) - 1u));
-          else
-            tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
-          if constexpr (T::kAFactor)
-            if (seg_last)
-              bulk_load(sm.factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
-                        T::G.a_factor_bytes, sm.full(s));
-          if constexpr (T::kBFactor)
-            if (seg_last)
-              bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
-                        p.b_factor + seg * p.b_factor_ld + w.n0, T::G.b_factor_bytes, sm.full(s));
-          ++pos.count;
-        }
-      }
+      issue_stages<T::kPeriod>(
+          sched, first, stride, k_range, pos, sm,
+          [&](int s, const WorkUnit& w, int kt, bool seg_last, long long seg) {
+            mbar_arrive_expect_tx(sm.full(s), seg_last ? T::kTmaBytes : T::kTileBytes);
+            tma_load_2d(sm.a_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+            if constexpr (T::kCluster > 1)
+              tma_load_2d_multicast(sm.b_ptr(s) + rank * T::kBPartBytes, &tma_b, sm.full(s),
+                                    128 * kt, w.n0 + rank * T::kBRows,
+                                    static_cast<unsigned short>((1u << T::kCluster) - 1u));
+            else
+              tma_load_2d(sm.b_ptr(s), &tma_b, sm.full(s), 128 * kt, w.n0);
+            if constexpr (T::kAFactor)
+              if (seg_last)
+                bulk_load(sm.factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                          T::G.a_factor_bytes, sm.full(s));
+            if constexpr (T::kBFactor)
+              if (seg_last)
+                bulk_load(sm.factor_ptr(s) + T::G.a_factor_bytes,
+                          p.b_factor + seg * p.b_factor_ld + w.n0, T::G.b_factor_bytes, sm.full(s));
+          });
     }
     if constexpr (T::kCluster > 1) {
       __syncwarp();
@@ -274,11 +274,8 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
 
   setmaxnreg_inc<T::kConsumerRegs>();
   const int ctid = tid - 128;  // 0..255
-  const int wg = ctid / 128, wl = ctid & 127, lane = tid & 31;
-  ConsumerRows rw;
-  rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
-  rw.r1 = rw.r0 + 8;
-  rw.tig = lane & 3;
+  const int wg = ctid / 128;
+  const ConsumerRows rw = consumer_rows(ctid);
   for (int u = first; u < sched.units; u += stride) {
     WorkUnit w = sched.unit(u);
     k_range(w);
@@ -294,7 +291,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
         wgmma_wait<1>();
         if (prev >= 0) staged_release<T>(sm, prev);
         prev = s;
-        ++pos.count;
+        pos.advance();
       }
       wgmma_wait<0>();
       if (prev >= 0) staged_release<T>(sm, prev);
@@ -307,12 +304,12 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
         int s = pos.slot();
         mbar_wait(sm.full(s), pos.full_parity());
         staged_mma<T>(tmp, sm.a(s) + wg * 64 * 128, sm.b(s), false);
-        ++pos.count;
+        pos.advance();
         for (++kt; kt < seg_end; ++kt) {
           const int next = pos.slot();
           mbar_wait(sm.full(next), pos.full_parity());
           staged_mma<T>(tmp, sm.a(next) + wg * 64 * 128, sm.b(next), true);
-          ++pos.count;
+          pos.advance();
           wgmma_wait<1>();
           staged_release<T>(sm, s);
           s = next;

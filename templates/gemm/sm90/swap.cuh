@@ -74,23 +74,10 @@ struct SwapTraits {
                 "shared memory exceeds 227 KB: fewer stages or a smaller tile");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
                 "register split exceeds the registers the CTA is launched with");
-  using Mma = WgmmaRS_e4m3<BLOCK_T>;
-};
-
-// Ring position kept incrementally (slot and phase), not derived from a count by division.
-template <int kStages>
-struct SwapRing {
-  int s = 0;
-  unsigned phase = 0;
-  __device__ __forceinline__ int slot() const { return s; }
-  __device__ __forceinline__ unsigned full_parity() const { return phase; }
-  __device__ __forceinline__ unsigned empty_parity() const { return phase ^ 1u; }
-  __device__ __forceinline__ void advance() {
-    if (++s == kStages) {
-      s = 0;
-      phase ^= 1u;
-    }
-  }
+  // What issue_mma (consumer.cuh) reads: register-A E4M3 wgmmas of BLOCK_T columns.
+  static constexpr bool kFp8 = true, kBF16 = false;
+  static constexpr int kAblate = 0;
+  using MmaFp8 = WgmmaRS_e4m3<BLOCK_T>;
 };
 
 template <class T>
@@ -205,28 +192,21 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
   const auto k_range = [&](WorkUnit& w) { segments_to_k_tiles(w, T::kPeriod, k_tiles); };
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
-  SwapRing<T::kStages> pos;
+  RingSlot<T::kStages> pos;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (tid == 0) {
-      for (int u = first; u < sched.units; u += stride) {
-        WorkUnit w = sched.unit(u);
-        k_range(w);
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          const int s = pos.slot();
-          const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
-          const long long seg = kt / T::kPeriod;
-          mbar_wait(sm.empty(s), pos.empty_parity());
-          mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
-          tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
-          tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
-          if (seg_last)
-            bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
-                      T::G.x_factor_bytes, sm.full(s));
-          pos.advance();
-        }
-      }
+      issue_stages<T::kPeriod>(
+          sched, first, stride, k_range, pos, sm,
+          [&](int s, const WorkUnit& w, int kt, bool seg_last, long long seg) {
+            mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
+            tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
+            tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+            if (seg_last)
+              bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                        T::G.x_factor_bytes, sm.full(s));
+          });
     } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
       // B's scales, a segment ahead: each iteration loads the next segment's codes, then writes
       // the shifts of the segment loaded before (one call site each: this code runs cold at the
@@ -317,11 +297,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
 
   setmaxnreg_inc<T::kConsumerRegs>();
   const int ctid = tid - 128;  // 0..255
-  const int wg = ctid / 128, wl = ctid & 127, lane = tid & 31;
-  ConsumerRows rw;
-  rw.r0 = wg * 64 + (wl / 32) * 16 + lane / 4;
-  rw.r1 = rw.r0 + 8;
-  rw.tig = lane & 3;
+  const ConsumerRows rw = consumer_rows(ctid);
   // Offsets of the thread's packed words in B's stage (64-byte rows, 64-byte swizzle: 16-byte
   // unit st of row r at st ^ ((r >> 1) & 3)), per K step.
   unsigned w_off0[4], w_off1[4];
@@ -346,31 +322,11 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       e2m1x8_to_e4m3_lut(w1, l1[2 * st], l1[2 * st + 1], fr[4 * st + 1], fr[4 * st + 3]);
     }
   };
-  const auto issue = [&](float(&d)[T::kAccum], const unsigned(&fr)[16], int s, bool accumulate) {
-    fence_operands(d);
-    __syncwarp();
-    wgmma_fence();
-#pragma unroll
-    for (int st = 0; st < 4; ++st)
-      T::Mma::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3],
-                  smem_desc_sw128(sm.x(s) + 32 * st), (st > 0 || accumulate) ? 1 : 0);
-    wgmma_commit();
-    fence_operands(d);
-  };
   // acc += tmp * b_factor[row] * a_factor[token] with stage s's factors.
   const auto promote = [&](const float(&tmp)[T::kAccum], int s, float(&acc)[T::kAccum]) {
-    const float f0 = __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r0));
-    const float f1 = __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r1));
-#pragma unroll
-    for (int v2 = 0; v2 < T::BLOCK_T / 8; ++v2) {
-      unsigned u0, u1;
-      lds64(sm.x_factor(s) + 4 * (8 * v2 + 2 * rw.tig), u0, u1);
-      const float g0 = __uint_as_float(u0), g1 = __uint_as_float(u1);
-      acc[4 * v2 + 0] = fmaf(tmp[4 * v2 + 0], f0 * g0, acc[4 * v2 + 0]);
-      acc[4 * v2 + 1] = fmaf(tmp[4 * v2 + 1], f0 * g1, acc[4 * v2 + 1]);
-      acc[4 * v2 + 2] = fmaf(tmp[4 * v2 + 2], f1 * g0, acc[4 * v2 + 2]);
-      acc[4 * v2 + 3] = fmaf(tmp[4 * v2 + 3], f1 * g1, acc[4 * v2 + 3]);
-    }
+    promote_fragment<T::BLOCK_T, true>(tmp, __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r0)),
+                                       __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r1)),
+                                       sm.x_factor(s), rw.tig, acc);
   };
 
   for (int u = first; u < sched.units; u += stride) {
@@ -390,7 +346,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       const bool seg_first = kt == w.kt_begin || kt % T::kPeriod == 0;
       const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
       const int s = pos.slot();
-      issue(tmp, cur, s, !seg_first);
+      issue_mma<T>(tmp, cur, sm.x(s), !seg_first);
       pos.advance();
       const bool more = kt + 1 < w.kt_end;
       if (more) {
