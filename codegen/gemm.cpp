@@ -135,7 +135,8 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
     c.grid = static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff));
     return c;
   }
-  if (spec.path == GemmPath::mx && m <= kSwapMaxRows) return choose_sm90_swap(spec, m, sm_count);
+  if ((spec.path == GemmPath::mx || spec.path == GemmPath::nv) && m <= kSwapMaxRows)
+    return choose_sm90_swap(spec, m, sm_count);
   return choose_sm90_gemm(spec, m, sm_count, m >= kStagedMinRows);
 }
 
@@ -152,7 +153,7 @@ GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) 
   const std::int64_t sms = std::max(sm_count, 1);
   int block_t = m <= 64 ? 64 : 128;
   if (block_t == 128 && m <= 128 && 2 * sm90_swap_tiles(m, spec.n, 128) <= sms) block_t = 64;
-  c.sm90 = default_sm90_swap_config(block_t);
+  c.sm90 = default_sm90_swap_config(spec, block_t);
   const std::int64_t tiles = sm90_swap_tiles(m, spec.n, block_t);
   const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
   c.splits = 2 * tiles > sms ? 1

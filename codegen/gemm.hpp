@@ -48,8 +48,9 @@ struct GemmSm90Config {
   bool nv_interleave = false;
   int period = 1;     // staged mx / ms_grad: K tiles per promotion segment (staged_geometry.cuh)
   int cluster_m = 1;  // staged: CTAs per cluster along M sharing B by TMA multicast (1 or 2)
-  // The swapped small-M kernel (templates/gemm/sm90/swap.cuh, mx only): B expanded in the
-  // consumers' registers, A expanded once; block_n is then its tile of A's rows (64 or 128).
+  // The swapped small-M kernel (templates/gemm/sm90/swap.cuh, mx and nv): B expanded in the
+  // consumers' registers, A expanded once; block_n is then its tile of A's rows (64 or 128), and
+  // period its K tiles per segment (mx: per promotion; nv: per load of B's scale codes).
   bool swap = false;
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
   // period is not 1, ",cm=2" for clusters of two); swapped "sw=1,bn=128,ps=7,rg=8m,pp=4"
@@ -62,7 +63,7 @@ GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n);
 // The staged kernel's config for a tile width: as many stages as fit (at most 6).
 GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n);
 // The swapped kernel's config for a tile of block_t rows of A: as many stages as fit (at most 8).
-GemmSm90Config default_sm90_swap_config(int block_t);
+GemmSm90Config default_sm90_swap_config(const GemmSpec& spec, int block_t);
 
 // sm_100a: pipeline depth (tiles of 128 x 128, templates/gemm/sm100/config.cuh).
 struct GemmSm100Config {
@@ -83,10 +84,11 @@ struct GemmChoice {
 GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
                        const std::string& target);
 constexpr std::int64_t kStagedMinRows = 512;
-// The mx path takes the swapped kernel up to this many rows of A (bench/gemm_sm90_notes.md).
+// The mx and nv paths take the swapped kernel up to this many rows of A
+// (bench/gemm_sm90_notes.md).
 constexpr std::int64_t kSwapMaxRows = 256;
-// The swapped kernel's launch for M rows: tile of 64 or 128 rows of A, split-K over promotion
-// segments only where the tiles fill less than half of the SMs.
+// The swapped kernel's launch for M rows: tile of 64 or 128 rows of A, split-K over segments
+// only where the tiles fill less than half of the SMs.
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);
 // Tiles of the swapped kernel: ceil(m / block_t) x ceil(n / 128).
 std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t);
@@ -98,9 +100,13 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
 // The expansion pass of the staged sm90 path for operand A (b = false) or B of the spec
 // (templates/gemm/sm90/staged_expand.cuh); independent of the shape.
 // The staged path's expansion of operand A (b = false) or B, for a promotion period.
-// frag_order: A's expansion for the swapped kernel (mx; the chunk order of its fragments).
+// frag_order: A's expansion for the swapped kernel (mx, nv; the chunk order of its fragments).
 KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
                                      const std::string& target, bool frag_order = false);
+// The period an expansion of the spec's path is built for: the choice's where the expansion
+// derives segment references (mx, ms_grad), else 1 (the swapped kernel's nv period paces only its
+// loads of B's scales).
+int sm90_expand_period(const GemmSpec& spec, int period);
 KernelSource gemm_sm100_kernel(const GemmSpec& spec, const GemmSm100Config& config,
                                const std::string& target);
 // The parts every target's GEMM kernel shares: the stub's template gemm/<arch>/kernel.cuh, its

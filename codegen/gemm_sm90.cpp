@@ -31,10 +31,16 @@ std::string GemmSm90Config::text() const {
 void GemmSm90Config::validate(const GemmSpec& spec) const {
   const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
   if (swap) {
-    if (spec.path != GemmPath::mx)
+    if (spec.path != GemmPath::mx && spec.path != GemmPath::nv)
       fail(ErrorKind::invalid_argument,
-           "gemm_sm90 config {}: the swapped kernel (sw=1) multiplies mx operands only, not {}",
+           "gemm_sm90 config {}: the swapped kernel (sw=1) multiplies mx and nv operands only, not "
+           "{}",
            text(), gemm_path_name(spec.path));
+    if (spec.b_block_rows != 1 && spec.b_block_rows != 16)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the swapped kernel reads B's scales in blocks of 1 or 16 rows, "
+           "not {}",
+           text(), spec.b_block_rows);
     if (staged || cluster_m != 1)
       fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: the swapped kernel takes no sg or cm",
            text());
@@ -47,10 +53,10 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
     if (period != 1 && period != 2 && period != 4)
       fail(ErrorKind::invalid_argument,
-           "gemm_sm90 config {}: pp (K tiles per promotion) must be 1, 2 or 4 for the swapped "
-           "kernel",
+           "gemm_sm90 config {}: pp (K tiles per promotion or scale load) must be 1, 2 or 4 for "
+           "the swapped kernel",
            text());
-    const sm90::SwapGeometry g = sm90::swap_geometry(block_n, packed_stages);
+    const sm90::SwapGeometry g = sm90::swap_geometry(kind_of(spec.path), block_n, packed_stages);
     if (g.smem_bytes > 227 * 1024)
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
@@ -135,20 +141,25 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
   return c;
 }
 
-GemmSm90Config default_sm90_swap_config(int block_t) {
+GemmSm90Config default_sm90_swap_config(const GemmSpec& spec, int block_t) {
   GemmSm90Config c;
   c.swap = true;
   c.block_n = block_t;
   c.period = sm90::kStagedPeriod;
   c.packed_stages = 8;
   while (c.packed_stages > 2 &&
-         sm90::swap_geometry(block_t, c.packed_stages).smem_bytes > 227 * 1024)
+         sm90::swap_geometry(kind_of(spec.path), block_t, c.packed_stages).smem_bytes > 227 * 1024)
     --c.packed_stages;
   return c;
 }
 
-KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
+int sm90_expand_period(const GemmSpec& spec, int period) {
+  return spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad ? period : 1;
+}
+
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period_in,
                                      const std::string& target, bool frag_order) {
+  const int period = sm90_expand_period(spec, period_in);
   KernelSource k;
   k.op = "gemm_sm90_expand";
   k.function = "expand_kernel";
@@ -190,6 +201,8 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
         "namespace g = fp4jit::sm90;\n\n"
         "struct Config : g::GemmConfigBase {{\n"
         "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
+        "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
+        "  static constexpr int kBBlockRows = {};\n"
         "  static constexpr int BLOCK_N = {};\n"
         "  static constexpr int kPackedStages = {};\n"
         "  static constexpr int kPeriod = {};\n"
@@ -198,8 +211,9 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
         "  static constexpr g::OutType kOut = {};\n"
         "  static constexpr int kN = {}, kK = {};\n"
         "}};\n",
-        gemm_path_name(spec.path), config.block_n, config.packed_stages, config.period,
-        config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n, spec.k);
+        gemm_path_name(spec.path), spec.scale_code, spec.b_block_rows, config.block_n,
+        config.packed_stages, config.period, config.raster_group, config.raster_along_m,
+        gemm_out_name(spec.out), spec.n, spec.k);
     KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
     k.header = "gemm/sm90/swap.cuh";
     k.function = "gemm_swap_kernel";

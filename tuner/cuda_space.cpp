@@ -130,12 +130,13 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
       consider(c);
     }
   }
-  // The swapped small-M kernel (mx): B expanded in registers, A once; tile of 64 or 128 rows of
-  // A, ring depths, split-K over promotion segments.
-  if (spec.path == codegen::GemmPath::mx && m <= 2 * codegen::kSwapMaxRows) {
+  // The swapped small-M kernel (mx, nv): B expanded in registers, A once; tile of 64 or 128
+  // rows of A, ring depths, split-K over segments.
+  if ((spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::nv) &&
+      m <= 2 * codegen::kSwapMaxRows) {
     for (int bt : {64, 128}) {
       if (bt == 64 && m > 128) continue;
-      const codegen::GemmSm90Config base = codegen::default_sm90_swap_config(bt);
+      const codegen::GemmSm90Config base = codegen::default_sm90_swap_config(spec, bt);
       const std::int64_t tiles = codegen::sm90_swap_tiles(m, spec.n, bt);
       const int units = cuda::sm90_split_units(spec, base);
       const int hs = codegen::choose_sm90_swap(spec, m, sm_count).splits;

@@ -130,11 +130,13 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
         }
       } else if (kind == "fused" || kind == "staged") {
         tuned = codegen::choose_sm90_gemm(spec, shape.m, info_.sm_count, kind == "staged");
-      } else if (kind == "swap" && spec.path == codegen::GemmPath::mx) {
+      } else if (kind == "swap" &&
+                 (spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::nv)) {
         tuned = codegen::choose_sm90_swap(spec, shape.m, info_.sm_count);
       } else {
         fail(ErrorKind::invalid_argument,
-             "FP4JIT_SM90_GEMM='{}': expected fused, staged, swap (mx recipes) or a GEMM choice "
+             "FP4JIT_SM90_GEMM='{}': expected fused, staged, swap (mx and nv recipes) or a GEMM "
+             "choice "
              "such as "
              "'sg=1,bn=128,ps=6,rg=8m,pp=4,sk=1'",
              kind);
@@ -281,9 +283,11 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
           static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)), operand_b);
       const std::int64_t groups = (rows + per_thread - 1) / per_thread;
       std::int64_t ctas =
-          (groups * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k), plan.period) + 255) /
+          (groups * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k),
+                                            codegen::sm90_expand_period(plan.spec, plan.period)) +
+           255) /
           256;
-      if (plan.swap) {
+      if (plan.swap && plan.spec.path == codegen::GemmPath::mx) {
         // The same launch checks B's scale codes per (row, segment) (staged_expand.cuh).
         const std::int64_t segment_blocks = 4 * plan.period;
         const std::int64_t segments = (shape.k / 32 + segment_blocks - 1) / segment_blocks;

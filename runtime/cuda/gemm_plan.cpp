@@ -24,8 +24,10 @@ int sm90_k_tiles(const codegen::GemmSpec& spec) {
 }
 
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config) {
+  if (config.swap)  // K tiles of 128 elements on both paths (swap.cuh)
+    return sm90::staged_k_units(static_cast<int>((spec.k + 127) / 128), config.period);
   const int k_tiles = sm90_k_tiles(spec);
-  return config.staged || config.swap ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
+  return config.staged ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
 }
 
 int gemm_grid(const codegen::GemmSpec& spec, std::int64_t m, int block_n, int splits, int sm_count,
@@ -97,7 +99,7 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   const int units = sm90_split_units(spec, c.sm90);
   if (c.splits < 1 || c.splits > units)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles{})",
-         text, c.splits, units, units != sm90_k_tiles(spec) ? ", in promotion segments" : "");
+         text, c.splits, units, units != sm90_k_tiles(spec) ? ", in segments" : "");
   if (c.sm90.cluster_m > 1 && c.splits > 1)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': clusters (cm={}) take no split-K (sk=1)",
          text, c.sm90.cluster_m);
@@ -133,10 +135,11 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.a_box_bytes = p.b_box_bytes = g.row_bytes;
     p.a_swizzle = p.b_swizzle = 128;
   } else if (p.choice.sm90.swap) {
-    // A (M rows) expanded to E4M3 in fragment order, B packed: tiles of block_n rows of A x 128
-    // rows of B.
+    // A (M rows) expanded in fragment order (mx: E4M3; nv: FP16 / BF16), B packed: tiles of
+    // block_n rows of A x 128 rows of B.
     const codegen::GemmSm90Config& c = p.choice.sm90;
-    const sm90::SwapGeometry g = sm90::swap_geometry(c.block_n, c.packed_stages);
+    const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(p.spec.path));
+    const sm90::SwapGeometry g = sm90::swap_geometry(kind, c.block_n, c.packed_stages);
     p.staged = p.swap = true;
     p.block_m = c.block_n;
     p.block_n = 128;
@@ -147,10 +150,12 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.b_box_bytes = 64;
     p.b_swizzle = 64;
     p.a_code_row_bytes = p.a_row_bytes;
-    p.a_row_bytes = shape.k;
+    p.a_row_bytes = shape.k * g.elem_bytes;
     p.period = c.period;
-    p.factor_rows = sm90_split_units(p.spec, c);
-    p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
+    if (g.fp8) {  // mx: A's segment factors
+      p.factor_rows = sm90_split_units(p.spec, c);
+      p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
+    }
     p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, c.period, device.target, true);
     if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
       p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));

@@ -58,7 +58,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
                                       std::int64_t m, int sm_count, const std::string& target);
 // K tiles of the sm90 kernel for a spec (its BLOCK_K: 64 for nv and ms_grad, else 128).
 int sm90_k_tiles(const codegen::GemmSpec& spec);
-// What split-K divides: K tiles, or for the staged kernel whole promotion segments.
+// What split-K divides: K tiles, or for the staged and swapped kernels whole segments (the
+// swapped kernel's K tiles are 128 elements on every path).
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config);
 // Persistent grid: min(tiles * splits, SMs); with clusters of cluster_m CTAs along M, whole
 // clusters: cluster_m * min(cluster tiles * splits, SMs / cluster_m).

@@ -28,13 +28,15 @@ namespace g = fp4jit::sm90;
 using g::ScaleCode;
 using g::ScaleKind;
 
-template <ScaleKind kK, bool kB, int kP, ScaleCode kS = ScaleCode::ue4m3, int kRows = 1>
+template <ScaleKind kK, bool kB, int kP, ScaleCode kS = ScaleCode::ue4m3, int kRows = 1,
+          bool kFrag = false>
 struct Cfg : g::ExpandConfigBase {
   static constexpr ScaleKind kKind = kK;
   static constexpr bool kOperandB = kB;
   static constexpr ScaleCode kScaleCode = kS;
   static constexpr int kBlockRows = kRows;
   static constexpr int kPeriod = kP;
+  static constexpr bool kFragOrder = kFrag;
 };
 
 constexpr std::uint8_t kPoison = 0x7F;  // E4M3 NaN; FP16 / BF16 words 0x7F7F are NaN too
@@ -207,7 +209,9 @@ TEST(EmuExpand, MsIsE2M1TimesTwoToMinus6InEvenOddOrder) {
     }
 }
 
-template <ScaleCode kS, bool kBF16, int kRows>
+// kFrag: the swapped kernel's order (swap.cuh): inside each 32-element chunk, element pair q of
+// packed word i (elements 8 i + 2 q, 8 i + 2 q + 1) at pair position 4 q + i.
+template <ScaleCode kS, bool kBF16, int kRows, bool kFrag = false>
 void nv_case(std::mt19937& rng) {
   const nx::MiniFloat fmt = kS == ScaleCode::ue4m3       ? nx::kUE4M3
                             : kS == ScaleCode::ue5m3_nan ? nx::kUE5M3Nan
@@ -216,11 +220,12 @@ void nv_case(std::mt19937& rng) {
   const int blocks = a.k / 16, scale_rows = (a.rows + kRows - 1) / kRows;
   a.scale.resize(static_cast<std::size_t>(scale_rows) * blocks);
   for (auto& s : a.scale) s = static_cast<std::uint8_t>(rng() % (nx::mf_max_code(fmt) + 1));
-  expand<Cfg<ScaleKind::nv, false, 1, kS, kRows>>(a);
+  expand<Cfg<ScaleKind::nv, false, 1, kS, kRows, kFrag>>(a);
   EXPECT_EQ(a.flag, 0u);
   for (int r = 0; r < a.rows; ++r)
     for (int j = 0; j < a.k; ++j) {
-      const std::size_t i = static_cast<std::size_t>(r) * a.k + j;
+      const int l = j % 32, pos = kFrag ? j - l + 2 * (4 * (l % 8 / 2) + l / 8) + l % 2 : j;
+      const std::size_t i = static_cast<std::size_t>(r) * a.k + pos;
       const float want =
           nx::e2m1_decode(a.code(r, j)) *
           nx::mf_decode(fmt, a.scale[static_cast<std::size_t>(r / kRows) * blocks + j / 16]);
@@ -234,6 +239,12 @@ TEST(EmuExpand, NvIsE2M1TimesTheBlockScaleIn16Bits) {
   nv_case<ScaleCode::ue4m3, false, 16>(rng);  // 16x16 weight blocks
   nv_case<ScaleCode::ue5m3_nan, true, 1>(rng);
   nv_case<ScaleCode::ue5m3_finite, true, 16>(rng);
+}
+
+TEST(EmuExpand, NvInTheSwappedKernelsFragmentOrder) {
+  std::mt19937 rng(17);
+  nv_case<ScaleCode::ue4m3, false, 1, true>(rng);
+  nv_case<ScaleCode::ue5m3_nan, true, 1, true>(rng);
 }
 
 TEST(EmuExpand, MsGradAIsTheE5M2CodeInFp16) {

@@ -159,22 +159,27 @@ TEST_F(FakeDriverTest, HostPointersAreRefusedByName) {
 // Device buffers (contents unset: nothing runs) for an fprop GEMM of shape s: A and B quantized
 // by r, a BF16 output.
 struct FpropOperands {
-  cuda::DeviceBuffer ac, as, bc, bs, out;
+  cuda::DeviceBuffer ac, as, at, bc, bs, bt, out;
   QuantizedView a, b;
   TensorView y;
   FpropOperands(Engine& e, const Recipe& r, const GemmShape& s)
       : out(static_cast<std::size_t>(s.m * s.n * 2)),
-        a(make(e, r, Role::x, s.m, s.k, ac, as)),
-        b(make(e, r, Role::w, s.n, s.k, bc, bs)),
+        a(make(e, r, Role::x, s.m, s.k, ac, as, at)),
+        b(make(e, r, Role::w, s.n, s.k, bc, bs, bt)),
         y{out.get(), DType::bf16, s.m, s.n} {}
   static QuantizedView make(Engine& e, const Recipe& r, Role role, std::int64_t rows,
-                            std::int64_t k, cuda::DeviceBuffer& codes, cuda::DeviceBuffer& scales) {
+                            std::int64_t k, cuda::DeviceBuffer& codes, cuda::DeviceBuffer& scales,
+                            cuda::DeviceBuffer& tensor_scale) {
     const QuantLayout l = e.layout(r, role, rows, k);
     codes = cuda::DeviceBuffer(static_cast<std::size_t>(l.code_bytes()));
     scales = cuda::DeviceBuffer(static_cast<std::size_t>(l.scale_count()));
     QuantizedView q;
     q.codes = codes.get<std::uint8_t>();
     q.scales = scales.get();
+    if (l.two_level) {  // nvfp4, ue5m3: the FP32 tensor scale
+      tensor_scale = cuda::DeviceBuffer(4);
+      q.tensor_scale = tensor_scale.get<float>();
+    }
     return q;
   }
 };
@@ -220,6 +225,26 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   // The swapped kernel as a programmatic dependent of the expansion (cuLaunchKernelEx).
   EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
   EXPECT_EQ(calls("cuLaunchKernel"), 2);
+}
+
+// The nv path's swapped GEMM needs no window flag and no fallback: unsplit (11008 columns: 86
+// tiles of 128 x 128) it clears nothing and launches A's expansion and the swapped kernel (as its
+// programmatic dependent); split (4096 columns) one memset clears the tile counters.
+TEST_F(FakeDriverTest, SwappedNvGemmLaunchesExpansionAndKernelOnly) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("nvfp4");
+  const GemmShape wide{128, 11008, 4096};
+  const FpropOperands ops(*engine_, r, wide);
+  counted_gemms(r, wide, ops.a, ops.b, ops.y, 1);
+  EXPECT_EQ(calls("cuMemsetD32Async"), 0);
+  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  const GemmShape split{128, 4096, 4096};
+  const FpropOperands ops2(*engine_, r, split);
+  counted_gemms(r, split, ops2.a, ops2.b, ops2.y, 1);
+  EXPECT_EQ(calls("cuMemsetD32Async"), 1);
+  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
 }
 
 }  // namespace

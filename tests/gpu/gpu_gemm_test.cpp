@@ -5,7 +5,7 @@
 // quantized by the CUDA backend and read back, so the check covers the GEMM alone. A second suite
 // checks the epilogue (alpha, bias, beta * C aliasing a strided output, OCC compensation, BF16)
 // on small shapes, one per kernel path: the subset compute-sanitizer runs. Every case runs on the
-// fused and the staged sm90 kernel, the mx recipes' also on the swapped one
+// fused and the staged sm90 kernel, the mx and nv recipes' also on the swapped one
 // (FP4JIT_SM90_GEMM=fused|staged|swap); "stress" cases spread the block scales of a row over more
 // binades than the expansions' window, so the staged or swapped launch must hand the product to
 // the fused kernel. Skipped without a GPU.
@@ -301,17 +301,19 @@ std::vector<GemmCase> gemm_cases() {
         out.push_back({recipe, op.value, s, choice, false});
       out.push_back({recipe, op.value, {640, 384, 1024}, choice, true});
     }
-  // The swapped small-M kernel (mx): the heuristic's swap choice ("swap") at few and many rows of
-  // A (one token tile of 64 or 128, several), ragged N and K ending inside a segment, and other
-  // tiles, periods and split-K; a stress case takes the fallback (B's scale check).
-  for (const char* recipe : {"mxfp4", "tetrajet"})
+  // The swapped small-M kernel (mx, nv): the heuristic's swap choice ("swap") at few and many rows
+  // of A (one token tile of 64 or 128, several), ragged N and K ending inside a segment or a K
+  // tile, and other tiles, periods and split-K; an mx stress case takes the fallback (B's scale
+  // check), an nv one spreads the block scales (no window there). nvfp4's weights have 16 x 16
+  // blocks (fprop's B; dgrad's B is their transpose), ue5m3's 1 x 16 and BF16 products.
+  for (const char* recipe : {"mxfp4", "tetrajet", "nvfp4", "ue5m3"})
     for (const auto& op : gemm_op_names()) {
       for (const GemmShape& s :
            {GemmShape{1, 3000, 4096}, GemmShape{100, 1000, 1440}, GemmShape{128, 4096, 4096},
             GemmShape{300, 640, 2048}, GemmShape{1000, 3000, 4096}})
         out.push_back({recipe, op.value, s, "swap", false});
       for (const char* choice :
-           {"sw=1,bn=64,ps=8,rg=8m,pp=2,sk=3", "sw=1,bn=128,ps=4,rg=8n,pp=1,sk=5"})
+           {"sw=1,bn=64,ps=6,rg=8m,pp=2,sk=3", "sw=1,bn=128,ps=4,rg=8n,pp=1,sk=5"})
         out.push_back({recipe, op.value, {200, 1000, 1440}, choice, false});
       out.push_back({recipe, op.value, {64, 384, 1024}, "swap", true});
     }
@@ -418,7 +420,7 @@ std::vector<GemmCase> epilogue_cases() {
   std::vector<GemmCase> out;
   for (const char* kernel : {"fused", "staged", "swap"})
     for (GemmCase c : base) {
-      if (std::string(kernel) == "swap" && c.recipe != "mxfp4" && c.recipe != "tetrajet") continue;
+      if (std::string(kernel) == "swap" && (c.recipe == "msfp4")) continue;
       c.kernel = kernel;
       out.push_back(c);
     }

@@ -76,11 +76,12 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
       cl.cluster_m = 2;
       out.push_back(codegen::gemm_sm90_kernel(spec, cl, arch));
     }
-    // The swapped small-M kernel (mx): the narrow tile with promotion every K tile, every 2nd,
-    // and A's expansions in fragment order for those periods (the heuristic's comes above).
-    if (spec.path == GemmPath::mx)
+    // The swapped small-M kernel (mx, nv): the narrow tile with promotion (or B's scale loads)
+    // every K tile, every 2nd, and A's expansions in fragment order for those periods (the
+    // heuristic's comes above).
+    if (spec.path == GemmPath::mx || spec.path == GemmPath::nv)
       for (int period : {1, 2}) {
-        codegen::GemmSm90Config sw = codegen::default_sm90_swap_config(64);
+        codegen::GemmSm90Config sw = codegen::default_sm90_swap_config(spec, 64);
         sw.period = period;
         sw.packed_stages = 3;
         sw.raster_along_m = false;

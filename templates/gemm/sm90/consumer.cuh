@@ -123,16 +123,19 @@ __device__ __forceinline__ void expand_a(const SmemView<T>& sm, int e, const Con
   }
 }
 
-// 4 wgmma K steps on expanded stage e; the first overwrites d unless `accumulate`.
-template <class T>
-__device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[16],
-                                          unsigned exp, bool accumulate) {
+// kRegs / 4 wgmma K steps (fragment registers fr[4 st .. 4 st + 3]) on the shared-memory operand
+// at exp, whose 128-byte swizzle atoms hold 4 K steps each and lie atom_stride bytes apart; the
+// first step overwrites d unless `accumulate`.
+template <class T, int kRegs>
+__device__ __forceinline__ void issue_mma(float (&d)[T::kAccum], const unsigned (&fr)[kRegs],
+                                          unsigned exp, bool accumulate,
+                                          unsigned atom_stride = 0u) {
   fence_operands(d);
   __syncwarp();
   wgmma_fence();
 #pragma unroll
-  for (int st = 0; st < ((T::kAblate & 4) ? 0 : 4); ++st) {
-    const unsigned long long desc = smem_desc_sw128(exp + 32 * st);
+  for (int st = 0; st < ((T::kAblate & 4) ? 0 : kRegs / 4); ++st) {
+    const unsigned long long desc = smem_desc_sw128(exp + (st / 4) * atom_stride + 32 * (st % 4));
     const int scale_d = (st > 0 || accumulate) ? 1 : 0;
     if constexpr (T::kFp8) {
       T::MmaFp8::mma(d, fr[4 * st], fr[4 * st + 1], fr[4 * st + 2], fr[4 * st + 3], desc, scale_d);

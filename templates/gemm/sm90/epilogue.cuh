@@ -20,6 +20,21 @@ namespace fp4jit::sm90 {
 using gemm::load_out;
 using gemm::store_pair;
 
+// alpha times the factor every element of the kind shares (ms: 2^12; ms_grad: A's per-tensor
+// scale; nv: tensor_factor / (s_enc_a * s_enc_b); mx: 1).
+template <ScaleKind kKind>
+__device__ __forceinline__ float epilogue_base(const GemmParams& p) {
+  float base = p.alpha;
+  if constexpr (kKind == ScaleKind::ms) base *= 4096.0f;
+  if constexpr (kKind == ScaleKind::ms_grad) base *= p.a_row_scale[0];
+  if constexpr (kKind == ScaleKind::nv) {
+    base *= p.tensor_factor;
+    if (p.a_tensor_scale != nullptr) base *= 1.0f / *p.a_tensor_scale;
+    if (p.b_tensor_scale != nullptr) base *= 1.0f / *p.b_tensor_scale;
+  }
+  return base;
+}
+
 // T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
 template <class Cfg, class T = GemmTraits<Cfg>>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w,
@@ -27,14 +42,7 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
                                                const float (&acc)[T::kAccum]) {
   constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
   const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
-  float base = p.alpha;
-  if constexpr (T::kKind == ScaleKind::ms) base *= 4096.0f;
-  if constexpr (T::kKind == ScaleKind::ms_grad) base *= p.a_row_scale[0];
-  if constexpr (T::kKind == ScaleKind::nv) {
-    base *= p.tensor_factor;
-    if (p.a_tensor_scale != nullptr) base *= 1.0f / *p.a_tensor_scale;
-    if (p.b_tensor_scale != nullptr) base *= 1.0f / *p.b_tensor_scale;
-  }
+  const float base = epilogue_base<T::kKind>(p);
 #pragma unroll
   for (int v1 = 0; v1 < 2; ++v1) {
     const int m = w.m0 + (v1 ? rw.r1 : rw.r0);

@@ -39,9 +39,10 @@ struct ExpandConfigBase {
   static constexpr ScaleCode kScaleCode = ScaleCode::ue4m3;
   static constexpr int kBlockRows = 1;  // nv: 1 or 16
   static constexpr int kPeriod = 1;     // mx, ms_grad B: K tiles per segment (staged_geometry.cuh)
-  // mx: write each 32-element chunk in the register-fragment order of swap.cuh (expanded word q
-  // holds elements 8q..8q+3 for q < 4 and 8(q-4)+4..8(q-4)+7 for q >= 4), for the swapped kernel
-  // whose other operand's fragments take that order.
+  // Write each 32-element chunk in the register-fragment order of swap.cuh, for the swapped
+  // kernel whose other operand's fragments take that order: mx, expanded word q holds elements
+  // 8q..8q+3 for q < 4 and 8(q-4)+4..8(q-4)+7 for q >= 4; nv, word 4j + i holds elements
+  // 8i + 2j, 8i + 2j + 1 (i, j < 4: the 4 x 4 transpose of the chunk's element pairs).
   static constexpr bool kFragOrder = false;
 };
 
@@ -324,6 +325,15 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
           o[8 * b + 4 * h + 2] = mul16x2<T::kBF16>(h0, s2);
           o[8 * b + 4 * h + 3] = mul16x2<T::kBF16>(h1, s2);
         }
+      }
+      if constexpr (Cfg::kFragOrder) {
+        unsigned f[16];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) f[4 * j + i] = o[4 * i + j];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) o[i] = f[i];
       }
     }
   }

@@ -49,16 +49,23 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   return g;
 }
 
-// The swapped small-M kernel (swap.cuh, mx only): D^T = W X^T with W (operand B, N rows) packed
+// The swapped small-M kernel (swap.cuh; mx and nv): D^T = W X^T with W (operand B, N rows) packed
 // in shared memory and expanded by the consumers straight into register fragments, X (operand A,
-// M rows, expanded once by staged_expand.cuh) as the shared-memory operand. Per stage: W's packed
-// K tile (128 rows x 64 bytes, 64-byte swizzle), X's expanded K tile (block_t rows x 128 bytes,
-// 128-byte swizzle), and beside the ring per stage the E4M3 tables of W's 4 blocks per row (32
-// bytes per row), W's and X's segment factors; and one [64][132] FP32 tile for the epilogue.
+// M rows, expanded once by staged_expand.cuh) as the shared-memory operand. Per stage (a K tile of
+// 128 elements): W's packed tile (128 rows x 64 bytes, 64-byte swizzle), X's expanded tile
+// (block_t rows x 128 elements: E4M3 for mx, one 128-byte swizzle atom per row; FP16 / BF16 for
+// nv, two atoms of 64 elements, the second block_t * 128 bytes after the first), and beside the
+// ring per stage 32 bytes per W row (mx: the E4M3 tables of its 4 blocks; nv: its 8 block scales
+// as 16-bit pairs) and for mx W's and X's segment factors; one [64][132] FP32 tile for the
+// epilogue; the constant table (mx: 17 E4M3 tables of expand.cuh; nv: the 256 scale codes
+// decoded, each as a pair of equal 16-bit values).
 struct SwapGeometry {
+  bool fp8;        // mx: E4M3 and QGMMA; nv: 16-bit and HGMMA
+  int elem_bytes;  // of X's expanded elements
   int w_bytes, x_bytes, stage_bytes;
   int lut_bytes, w_factor_bytes, x_factor_bytes, aux_stage_bytes;
   int epi_bytes;  // the epilogue's [64][132] FP32 tile
+  int table_bytes;
   int aux_offset, epi_offset, barrier_offset, table_offset, scratch_offset;
   int smem_bytes;
   int threads;
@@ -66,21 +73,24 @@ struct SwapGeometry {
   unsigned tile_bytes;  // ... on its other K tiles
 };
 
-FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(int block_t, int stages) {
+FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, int stages) {
   SwapGeometry g{};
+  g.fp8 = kind == ScaleKind::mx;
+  g.elem_bytes = g.fp8 ? 1 : 2;
   g.w_bytes = 128 * 64;
-  g.x_bytes = block_t * 128;
+  g.x_bytes = block_t * 128 * g.elem_bytes;
   g.stage_bytes = g.w_bytes + g.x_bytes;  // multiples of 1024 for block_t 64 or 128
   g.lut_bytes = 128 * 32;
-  g.w_factor_bytes = 128 * 4;
-  g.x_factor_bytes = block_t * 4;
+  g.w_factor_bytes = g.fp8 ? 128 * 4 : 0;
+  g.x_factor_bytes = g.fp8 ? block_t * 4 : 0;
   g.aux_stage_bytes = g.lut_bytes + g.w_factor_bytes + g.x_factor_bytes;
   g.epi_bytes = 64 * (128 + 4) * 4;
+  g.table_bytes = g.fp8 ? 17 * 8 + 8 : 256 * 4;
   g.aux_offset = stages * g.stage_bytes;
   g.epi_offset = g.aux_offset + stages * g.aux_stage_bytes;  // 16-byte aligned
   g.barrier_offset = g.epi_offset + g.epi_bytes;
   g.table_offset = g.barrier_offset + 2 * stages * 8;
-  g.scratch_offset = g.table_offset + 17 * 8 + 8;  // the E4M3 tables of expand.cuh (17 entries)
+  g.scratch_offset = g.table_offset + g.table_bytes;
   g.smem_bytes = g.scratch_offset + 16 + 1024;
   g.threads = 384;
   g.tile_bytes = static_cast<unsigned>(g.stage_bytes);

@@ -1,35 +1,45 @@
-// fp4jit sm90 swapped small-M GEMM (mx: mxfp4, tetrajet): D = A B^T computed as D^T = B A^T, for
-// few rows of A (tokens) against a large B (weights).
+// fp4jit sm90 swapped small-M GEMM (mx: mxfp4, tetrajet; nv: nvfp4, ue5m3): D = A B^T computed
+// as D^T = B A^T, for few rows of A (tokens) against a large B (weights).
 //
 // Why: with M <= a few hundred the weight B is most of the bytes and most of the expansion work.
 // The fused kernel (kernel.cuh) expands B into shared memory in one transform warpgroup, which
 // caps it at a fraction of the tensor cores' rate; the staged kernel writes B expanded to global
 // memory first (twice B's bytes again). Here B takes the wgmma A slot instead, whose operand may
 // come from registers: each consumer thread expands its own fragment of B's packed K tile straight
-// into registers (no shared-memory write, no cross-warpgroup wait), and A, expanded once to E4M3
-// by staged_expand.cuh (small: M rows), is the shared-memory operand.
+// into registers (no shared-memory write, no cross-warpgroup wait), and A, expanded once by
+// staged_expand.cuh (small: M rows), is the shared-memory operand.
 //
 // 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x BLOCK_T rows of A,
-// and a K split of whole promotion segments):
+// and a K split of whole segments of kPeriod K tiles of 128 elements):
 //   warp 0, one thread: TMA loads per K tile of B's packed codes (128 rows x 64 bytes, 64-byte
-//           swizzle), A's expanded tile (BLOCK_T rows x 128 bytes, 128-byte swizzle), and on a
-//           segment's last K tile A's segment factors (bulk copy)
-//   warps 1, 2: B's block scales (64 rows each, two per lane): per (row, segment) the largest
-//           code ref and the segment factor 2^(ref - 133) (NaN when a code is NaN), per (row,
-//           K tile) the E4M3 tables (expand.cuh, two words each) of the 4 blocks' shifts
-//           e - ref + 14, which the consumers read with two 16-byte loads per row; the stage's
-//           full barrier waits for these warps as for the TMA bytes
-//   warpgroups 1, 2: 64 rows of B each; per K tile 4 register-A wgmmas (QGMMA, K = 32 each) into
-//           a segment accumulator, promoted into FP32 with a_factor[token] * b_factor[row] after
-//           the segment's last K tile; split-K and the epilogue write D[token, row].
-// Exactness: every shift lies in [0, 14] when the expansion pass's check of B's scales (per row
-// and segment, all codes within 14 binades of the largest) passed; otherwise it sets the window
-// flag before this kernel starts, this kernel returns at once and the fused kernel launched after
-// it on the same stream runs instead (as for the staged path).
-// Element order: A's expansion writes each 32-element chunk in the fragment order of the
-// consumers (expanded word q holds elements 8q..8q+3 for q < 4, 8(q-4)+4.. for q >= 4), the order
-// in which e2m1x8_to_e4m3_lut fills a0 / a2 from one packed word: the product is unchanged.
-// Host side: runtime/cuda/gemm_launch.cpp (tensor maps: A expanded, box {128, BLOCK_T},
+//           swizzle), A's expanded tile (BLOCK_T rows x 128 elements, 128-byte swizzle: one atom
+//           for E4M3, two for 16-bit elements), and for mx on a segment's last K tile A's segment
+//           factors (bulk copy)
+//   warps 1, 2: B's block scales (64 rows each, two per lane), loaded a segment ahead, written
+//           per (row, K tile) as 32 bytes that the consumers read with 16-byte loads; the stage's
+//           full barrier waits for these warps as for the TMA bytes.
+//           mx: per (row, segment) the largest code ref and the segment factor 2^(ref - 133)
+//           (NaN when a code is NaN), per (row, K tile) the E4M3 tables (expand.cuh, two words
+//           each) of the 4 blocks' shifts e - ref + 14.
+//           nv: per (row, K tile) the 8 block scales decoded to FP16 (UE4M3) or BF16 (UE5M3),
+//           each as a pair of equal halves, in the order b0 b2 b4 b6 b1 b3 b5 b7 (a thread's four
+//           words of a row are one 16-byte load); B's 16 x 16 blocks read code row row / 16.
+//   warpgroups 1, 2: 64 rows of B each; per K tile register-A wgmmas on A's stage: mx 4 QGMMA
+//           (K = 32) into a segment accumulator, promoted into FP32 with a_factor[token] *
+//           b_factor[row] after the segment's last K tile; nv 8 HGMMA (K = 16) straight into the
+//           FP32 accumulator (E2M1 x scale is exact in the 16-bit type, as in the fused kernel).
+//           Split-K and the epilogue write D[token, row].
+// Exactness (mx): every shift lies in [0, 14] when the expansion pass's check of B's scales (per
+// row and segment, all codes within 14 binades of the largest) passed; otherwise it sets the
+// window flag before this kernel starts, this kernel returns at once and the fused kernel launched
+// after it on the same stream runs instead (as for the staged path). nv needs no window.
+// Element order: a thread takes packed word tig of each 16-byte unit st of its two rows (elements
+// 32 st + 8 tig .. + 7), and A's expansion writes each 32-element chunk in the matching fragment
+// order (staged_expand.cuh, kFragOrder): mx, expanded word q holds elements 8q..8q+3 for q < 4,
+// 8(q-4)+4.. for q >= 4 (the order e2m1x8_to_e4m3_lut fills a0 / a2 from one packed word); nv,
+// the unit's element pairs transposed 4 x 4, so that K steps 2 st and 2 st + 1 take pairs (0, 1)
+// and (2, 3) of each word as a0 / a2. The product is unchanged.
+// Host side: runtime/cuda/gemm_launch.cpp (tensor maps: A expanded, box {128 bytes, BLOCK_T},
 // CU_TENSOR_MAP_SWIZZLE_128B; B packed, box {64, 128}, CU_TENSOR_MAP_SWIZZLE_64B), launched as a
 // programmatic dependent of A's expansion: the set-up below overlaps that launch's end, and
 // griddepcontrol.wait comes before anything it wrote is read.
@@ -38,6 +48,7 @@
 #include "gemm/sm90/consumer.cuh"
 #include "gemm/sm90/epilogue.cuh"
 #include "gemm/sm90/expand.cuh"
+#include "gemm/sm90/nv_decode.cuh"
 #include "gemm/sm90/ptx.cuh"
 #include "gemm/sm90/scheduler.cuh"
 #include "gemm/sm90/staged.cuh"
@@ -53,7 +64,7 @@ struct SwapTraits {
   static constexpr int BLOCK_T = Cfg::BLOCK_N;  // rows of A (tokens) per tile: wgmma's N
   static constexpr int BLOCK_W = 128;           // rows of B per tile: two warpgroups of 64
   static constexpr int BLOCK_K = 128;
-  static constexpr SwapGeometry G = swap_geometry(BLOCK_T, Cfg::kPackedStages);
+  static constexpr SwapGeometry G = swap_geometry(kKind, BLOCK_T, Cfg::kPackedStages);
   static constexpr int kAccum = BLOCK_T / 2;
   static constexpr int kStages = Cfg::kPackedStages;
   static constexpr int kPeriod = Cfg::kPeriod;
@@ -65,19 +76,29 @@ struct SwapTraits {
   static constexpr int kEpiLd = 128 + 4;  // floats per row of the epilogue tile
   static constexpr int kScaleWarps = 2;   // warps 1 .. kScaleWarps
   static constexpr int kRowsPerLane = BLOCK_W / (32 * kScaleWarps);
-  static_assert(kKind == ScaleKind::mx, "the swapped kernel multiplies mx operands only");
+  static_assert(kKind == ScaleKind::mx || kKind == ScaleKind::nv,
+                "the swapped kernel multiplies mx and nv operands only");
   static_assert(BLOCK_T == 64 || BLOCK_T == 128, "BLOCK_N (tokens per tile): 64 or 128");
   static_assert(kPeriod == 1 || kPeriod == 2 || kPeriod == 4, "kPeriod: 1, 2 or 4");
   static_assert(kStages >= 2 && kStages <= 16, "stages out of range");
   static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "no clusters");
+  static_assert(Cfg::kBBlockRows == 1 || (kKind == ScaleKind::nv && Cfg::kBBlockRows == 16),
+                "B block rows: 1, or 16 for nv");
   static_assert(G.smem_bytes <= 227 * 1024,
                 "shared memory exceeds 227 KB: fewer stages or a smaller tile");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * (65536 / kThreads / 8 * 8),
                 "register split exceeds the registers the CTA is launched with");
-  // What issue_mma (consumer.cuh) reads: register-A E4M3 wgmmas of BLOCK_T columns.
-  static constexpr bool kFp8 = true, kBF16 = false;
+  // What issue_mma (consumer.cuh) reads: register-A wgmmas of BLOCK_T columns, E4M3 (mx) or
+  // FP16 / BF16 (nv).
+  static constexpr bool kFp8 = kKind == ScaleKind::mx;
+  static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
   static constexpr int kAblate = 0;
   using MmaFp8 = WgmmaRS_e4m3<BLOCK_T>;
+  using MmaF16 = WgmmaRS_f16<BLOCK_T>;
+  using MmaBF16 = WgmmaRS_bf16<BLOCK_T>;
+  // B's fragment of one K tile: 4 QGMMA or 8 HGMMA K steps of 4 registers.
+  static constexpr int kFragRegs = kFp8 ? 16 : 32;
+  static constexpr unsigned kAtomStride = BLOCK_T * 128;  // A's second 64-element atom (nv)
 };
 
 template <class T>
@@ -113,8 +134,9 @@ struct SwapSmem : AlignedSmem {
   }
 };
 
-// The scale warps: B's scale codes for this lane's rows of one segment, one word (4 blocks) per
-// (row, K tile). Codes past K or past N are loaded as 0 and flagged in `invalid` (0xFF per byte).
+// The scale warps: B's scale codes for this lane's rows of one segment (mx: one word, 4 blocks,
+// per (row, K tile); nv: two words, 8 blocks). Codes past K or past N are loaded as 0; mx flags
+// them in `invalid` (0xFF per byte: E8M0 code 0 is a scale), nv needs no flag (code 0 is scale 0).
 template <class T>
 __device__ __forceinline__ int swap_scale_row(int i) {  // tile row of the lane's i-th row
   return static_cast<int>(threadIdx.x) - 32 + 32 * T::kScaleWarps * i;
@@ -122,34 +144,123 @@ __device__ __forceinline__ int swap_scale_row(int i) {  // tile row of the lane'
 
 template <class T>
 struct SwapSegmentCodes {
-  unsigned code[T::kRowsPerLane][T::kPeriod];
+  static constexpr int kWords = T::kFp8 ? 1 : 2;
+  static constexpr int kBlocks = 4 * kWords;  // per K tile
+  unsigned code[T::kRowsPerLane][T::kPeriod][kWords];
   unsigned invalid[T::kRowsPerLane][T::kPeriod];
 };
 
-// Codes of K tiles [kt0, kt_end) (at most kPeriod) of the lane's rows of the tile at n0.
-template <class T>
+// Codes of K tiles [kt0, kt_end) (at most kPeriod) of the lane's rows of the tile at n0; `words`:
+// the codes may be read as aligned words.
+template <class Cfg, class T = SwapTraits<Cfg>>
 __device__ __forceinline__ void swap_load_codes(const GemmParams& p, int n0, int kt0, int kt_end,
                                                 bool words, SwapSegmentCodes<T>& c) {
-  const int blocks = p.K / 32;
+  using C = SwapSegmentCodes<T>;
+  const int blocks = p.K / (T::kFp8 ? 32 : 16);
 #pragma unroll
   for (int i = 0; i < T::kRowsPerLane; ++i) {
     const int row = n0 + swap_scale_row<T>(i);
-    const unsigned char* src = p.b_scale + static_cast<long long>(row) * p.b_scale_ld;
+    const unsigned char* src =
+        p.b_scale + static_cast<long long>(row / Cfg::kBBlockRows) * p.b_scale_ld;
 #pragma unroll
     for (int t = 0; t < T::kPeriod; ++t) {
-      const int b0 = 4 * (kt0 + t);
-      // Valid blocks of the word: 4, fewer in the K tile that ends K, none past N or the segment.
-      const int nvalid = row < p.N && kt0 + t < kt_end ? min(blocks - b0, 4) : 0;
-      unsigned v = 0u;
-      if (nvalid == 4 && words) {
-        v = __ldg(reinterpret_cast<const unsigned*>(src + b0));
+      const int b0 = C::kBlocks * (kt0 + t);
+      // Valid blocks: all, fewer in the K tile that ends K, none past N or the segment.
+      const int nvalid = row < p.N && kt0 + t < kt_end ? min(blocks - b0, C::kBlocks) : 0;
+      unsigned v[C::kWords];
+      if (nvalid == C::kBlocks && words) {
+#pragma unroll
+        for (int j = 0; j < C::kWords; ++j)
+          v[j] = __ldg(reinterpret_cast<const unsigned*>(src + b0) + j);
       } else {
+#pragma unroll
+        for (int j = 0; j < C::kWords; ++j) v[j] = 0u;
 #pragma unroll 1
-        for (int j = 0; j < nvalid; ++j) v |= static_cast<unsigned>(__ldg(src + b0 + j)) << (8 * j);
+        for (int j = 0; j < nvalid; ++j)
+          v[j / 4] |= static_cast<unsigned>(__ldg(src + b0 + j)) << (8 * (j % 4));
       }
-      c.code[i][t] = v;
+#pragma unroll
+      for (int j = 0; j < C::kWords; ++j) c.code[i][t][j] = v[j];
       c.invalid[i][t] = nvalid >= 4 ? 0u : 0xFFFFFFFFu << (8 * max(nvalid, 0));
     }
+  }
+}
+
+// mx: the segment's references and factors, then per K tile the rows' E4M3 table words.
+template <class T, class Smem, class Ring>
+__device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& sm, Ring& pos,
+                                              const SwapSegmentCodes<T>& cur, int seg_tiles) {
+  // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per block,
+  // kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
+  unsigned ref4[T::kRowsPerLane], factor[T::kRowsPerLane];
+#pragma unroll
+  for (int i = 0; i < T::kRowsPerLane; ++i) {
+    unsigned m = 0u, nan = 0u;
+#pragma unroll
+    for (int t = 0; t < T::kPeriod; ++t) {
+      const unsigned ff = __vcmpeq4(cur.code[i][t][0], 0xFFFFFFFFu);
+      nan |= ff;
+      m = __vmaxu4(m, cur.code[i][t][0] & ~ff);
+    }
+    m = __vmaxu4(m, m >> 16);
+    m = __vmaxu4(m, m >> 8) & 0xFFu;
+    ref4[i] = m * 0x01010101u;
+    factor[i] = nan != 0u
+                    ? 0x7FC00000u
+                    : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias));
+  }
+#pragma unroll
+  for (int t = 0; t < T::kPeriod; ++t) {
+    if (t >= seg_tiles) break;
+    const int s = pos.slot();
+    mbar_wait(sm.empty(s), pos.empty_parity());
+#pragma unroll
+    for (int i = 0; i < T::kRowsPerLane; ++i) {
+      const unsigned e = cur.code[i][t][0];
+      const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
+      const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
+      // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
+      if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
+        *const_cast<unsigned*>(p.fallback) = 1u;
+      const unsigned shifts =
+          (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
+      unsigned lut[8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        lds64(sm.table() + 8 * ((shifts >> (8 * j)) & 0xFFu), lut[2 * j], lut[2 * j + 1]);
+      const int row = swap_scale_row<T>(i);
+      sts128(sm.luts(s) + 32 * row, lut[0], lut[1], lut[2], lut[3]);
+      sts128(sm.luts(s) + 32 * row + 16, lut[4], lut[5], lut[6], lut[7]);
+      if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
+    }
+    warp_arrive(sm.full(s));
+    pos.advance();
+  }
+}
+
+// nv: per K tile the rows' 8 block scales, decoded by the constant table (pairs of equal halves),
+// in the order b0 b2 b4 b6 b1 b3 b5 b7.
+template <class T, class Smem, class Ring>
+__device__ __forceinline__ void swap_write_nv(const Smem& sm, Ring& pos,
+                                              const SwapSegmentCodes<T>& cur, int seg_tiles) {
+#pragma unroll
+  for (int t = 0; t < T::kPeriod; ++t) {
+    if (t >= seg_tiles) break;
+    const int s = pos.slot();
+    mbar_wait(sm.empty(s), pos.empty_parity());
+#pragma unroll
+    for (int i = 0; i < T::kRowsPerLane; ++i) {
+      unsigned v[8];
+#pragma unroll
+      for (int b = 0; b < 8; ++b)
+        v[4 * (b & 1) + b / 2] =
+            lds32(sm.table() + 4 * ((cur.code[i][t][b / 4] >> (8 * (b % 4))) & 0xFFu));
+      const int row = swap_scale_row<T>(i);
+      sts128(sm.luts(s) + 32 * row, v[0], v[1], v[2], v[3]);
+      sts128(sm.luts(s) + 32 * row + 16, v[4], v[5], v[6], v[7]);
+    }
+    warp_arrive(sm.full(s));
+    pos.advance();
   }
 }
 
@@ -172,19 +283,18 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     tma_prefetch_desc(&tma_a);
     tma_prefetch_desc(&tma_b);
   }
-  if (tid < kLutEntries) {
-    unsigned lo, hi;
-    e4m3_lut(tid, lo, hi);
-    sm.table_ptr()[2 * tid] = lo;
-    sm.table_ptr()[2 * tid + 1] = hi;
+  if constexpr (T::kFp8) {
+    if (tid < kLutEntries) {
+      unsigned lo, hi;
+      e4m3_lut(tid, lo, hi);
+      sm.table_ptr()[2 * tid] = lo;
+      sm.table_ptr()[2 * tid + 1] = hi;
+    }
+  } else if (tid < 256) {
+    const unsigned h = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, static_cast<unsigned>(tid));
+    sm.table_ptr()[tid] = h | (h << 16);
   }
   __syncthreads();
-  // Launched as a dependent of A's expansion (gemm_launch.cpp): everything above overlapped its
-  // end; its output (A's operand and factors, the window flag) is read only after this.
-  wait_prerequisite_grid();
-  // The expansion pass found a code outside the exact window: the fused kernel launched next does
-  // the work.
-  if (p.fallback != nullptr && *p.fallback != 0u) return;
 
   // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
   using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
@@ -194,23 +304,48 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
   RingSlot<T::kStages> pos;
 
+  // Launched as a dependent of A's expansion (gemm_launch.cpp): everything above overlaps its
+  // end, and so does what needs B alone: the first unit's first K tiles of B go to L2, and without
+  // a window flag (nv) the scale warps start at once. Everything else waits for the expansion's
+  // output (A's operand and factors, the window flag).
+  if (tid == 0 && first < sched.units) {
+    WorkUnit w = sched.unit(first);
+    k_range(w);
+    for (int kt = w.kt_begin; kt < min(w.kt_end, w.kt_begin + T::kStages); ++kt)
+      tma_prefetch_l2_2d(&tma_b, 64 * kt, w.n0);
+  }
+  const bool scale_warp = tid >= 32 && tid < 32 * (1 + T::kScaleWarps);
+  if (!scale_warp || p.fallback != nullptr) {
+    wait_prerequisite_grid();
+    // The expansion pass found a code outside the exact window: the fused kernel launched next
+    // does the work.
+    if (p.fallback != nullptr && *p.fallback != 0u) return;
+  }
+
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
     if (tid == 0) {
       issue_stages<T::kPeriod>(
           sched, first, stride, k_range, pos, sm,
           [&](int s, const WorkUnit& w, int kt, bool seg_last, long long seg) {
-            mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
-            tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
-            tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
-            if (seg_last)
-              bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
-                        T::G.x_factor_bytes, sm.full(s));
+            if constexpr (T::kFp8) {
+              mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
+              tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
+              tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
+              if (seg_last)
+                bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                          T::G.x_factor_bytes, sm.full(s));
+            } else {
+              mbar_arrive_expect_tx(sm.full(s), T::G.tile_bytes);
+              tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
+              tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 256 * kt, w.m0);
+              tma_load_2d(sm.x_ptr(s) + T::kAtomStride, &tma_a, sm.full(s), 256 * kt + 128, w.m0);
+            }
           });
-    } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
+    } else if (scale_warp) {
       // B's scales, a segment ahead: each iteration loads the next segment's codes, then writes
-      // the shifts of the segment loaded before (one call site each: this code runs cold at the
-      // start of every launch, and its size showed as instruction-fetch stalls).
+      // the segment loaded before (one call site each: this code runs cold at the start of every
+      // launch, and its size showed as instruction-fetch stalls).
       const bool words =
           ((reinterpret_cast<unsigned long long>(p.b_scale) | static_cast<unsigned>(p.b_scale_ld)) &
            3u) == 0u;
@@ -226,7 +361,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
         int load_tiles = 0;
         if (lu < sched.units) {
           const int seg_end = min((lkt / T::kPeriod + 1) * T::kPeriod, lend);
-          swap_load_codes<T>(p, ln0, lkt, seg_end, words, nxt);
+          swap_load_codes<Cfg>(p, ln0, lkt, seg_end, words, nxt);
           load_tiles = seg_end - lkt;
           lkt = seg_end;
           if (lkt >= lend) {
@@ -239,53 +374,10 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
           }
         }
         if (seg_tiles > 0) {
-          // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per
-          // block, kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
-          unsigned ref4[T::kRowsPerLane], factor[T::kRowsPerLane];
-#pragma unroll
-          for (int i = 0; i < T::kRowsPerLane; ++i) {
-            unsigned m = 0u, nan = 0u;
-#pragma unroll
-            for (int t = 0; t < T::kPeriod; ++t) {
-              const unsigned ff = __vcmpeq4(cur.code[i][t], 0xFFFFFFFFu);
-              nan |= ff;
-              m = __vmaxu4(m, cur.code[i][t] & ~ff);
-            }
-            m = __vmaxu4(m, m >> 16);
-            m = __vmaxu4(m, m >> 8) & 0xFFu;
-            ref4[i] = m * 0x01010101u;
-            factor[i] =
-                nan != 0u
-                    ? 0x7FC00000u
-                    : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias));
-          }
-#pragma unroll
-          for (int t = 0; t < T::kPeriod; ++t) {
-            if (t >= seg_tiles) break;
-            const int s = pos.slot();
-            mbar_wait(sm.empty(s), pos.empty_parity());
-#pragma unroll
-            for (int i = 0; i < T::kRowsPerLane; ++i) {
-              const unsigned e = cur.code[i][t];
-              const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
-              const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
-              // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
-              if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
-                *const_cast<unsigned*>(p.fallback) = 1u;
-              const unsigned shifts =
-                  (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
-              unsigned lut[8];
-#pragma unroll
-              for (int j = 0; j < 4; ++j)
-                lds64(sm.table() + 8 * ((shifts >> (8 * j)) & 0xFFu), lut[2 * j], lut[2 * j + 1]);
-              const int row = swap_scale_row<T>(i);
-              sts128(sm.luts(s) + 32 * row, lut[0], lut[1], lut[2], lut[3]);
-              sts128(sm.luts(s) + 32 * row + 16, lut[4], lut[5], lut[6], lut[7]);
-              if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
-            }
-            warp_arrive(sm.full(s));
-            pos.advance();
-          }
+          if constexpr (T::kFp8)
+            swap_write_mx<T>(p, sm, pos, cur, seg_tiles);
+          else
+            swap_write_nv<T>(sm, pos, cur, seg_tiles);
         }
         if (load_tiles == 0) break;
         cur = nxt;
@@ -307,22 +399,43 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     w_off1[st] = rw.r1 * 64 + 16 * (st ^ ((rw.r1 >> 1) & 3)) + 4 * rw.tig;
   }
 
-  // B's fragment of stage s: 4 K steps x (row r0 lo, row r1 lo, row r0 hi, row r1 hi).
-  const auto expand = [&](int s, unsigned(&fr)[16]) {
-    unsigned l0[8], l1[8];  // the E4M3 tables of the rows' 4 blocks (lo, hi words)
-    lds128(sm.luts(s) + 32 * rw.r0, l0[0], l0[1], l0[2], l0[3]);
-    lds128(sm.luts(s) + 32 * rw.r0 + 16, l0[4], l0[5], l0[6], l0[7]);
-    lds128(sm.luts(s) + 32 * rw.r1, l1[0], l1[1], l1[2], l1[3]);
-    lds128(sm.luts(s) + 32 * rw.r1 + 16, l1[4], l1[5], l1[6], l1[7]);
+  // B's fragment of stage s, T::kFragRegs registers: per K step (row r0, row r1) x (a0, a2).
+  const auto expand = [&](int s, unsigned(&fr)[T::kFragRegs]) {
     const unsigned pw = sm.w(s);
+    if constexpr (T::kFp8) {
+      // 4 QGMMA steps; step st: word st of each row's units, with its block's E4M3 table.
+      unsigned l0[8], l1[8];  // the E4M3 tables of the rows' 4 blocks (lo, hi words)
+      lds128(sm.luts(s) + 32 * rw.r0, l0[0], l0[1], l0[2], l0[3]);
+      lds128(sm.luts(s) + 32 * rw.r0 + 16, l0[4], l0[5], l0[6], l0[7]);
+      lds128(sm.luts(s) + 32 * rw.r1, l1[0], l1[1], l1[2], l1[3]);
+      lds128(sm.luts(s) + 32 * rw.r1 + 16, l1[4], l1[5], l1[6], l1[7]);
 #pragma unroll
-    for (int st = 0; st < 4; ++st) {
-      const unsigned w0 = lds32(pw + w_off0[st]), w1 = lds32(pw + w_off1[st]);
-      e2m1x8_to_e4m3_lut(w0, l0[2 * st], l0[2 * st + 1], fr[4 * st + 0], fr[4 * st + 2]);
-      e2m1x8_to_e4m3_lut(w1, l1[2 * st], l1[2 * st + 1], fr[4 * st + 1], fr[4 * st + 3]);
+      for (int st = 0; st < 4; ++st) {
+        const unsigned w0 = lds32(pw + w_off0[st]), w1 = lds32(pw + w_off1[st]);
+        e2m1x8_to_e4m3_lut(w0, l0[2 * st], l0[2 * st + 1], fr[4 * st + 0], fr[4 * st + 2]);
+        e2m1x8_to_e4m3_lut(w1, l1[2 * st], l1[2 * st + 1], fr[4 * st + 1], fr[4 * st + 3]);
+      }
+    } else {
+      // 8 HGMMA steps; unit st's word (block 2 st + tig / 2, scale word st of the thread's half)
+      // feeds steps 2 st (element pairs 0, 1) and 2 st + 1 (pairs 2, 3).
+      unsigned s0[4], s1[4];
+      lds128(sm.luts(s) + 32 * rw.r0 + 16 * (rw.tig >> 1), s0[0], s0[1], s0[2], s0[3]);
+      lds128(sm.luts(s) + 32 * rw.r1 + 16 * (rw.tig >> 1), s1[0], s1[1], s1[2], s1[3]);
+#pragma unroll
+      for (int st = 0; st < 4; ++st) {
+        const unsigned w0 = lds32(pw + w_off0[st]), w1 = lds32(pw + w_off1[st]);
+        unsigned a[4], b[4];
+        e2m1x8_to_16bit<T::kBF16>(w0, a[0], a[1], a[2], a[3]);
+        e2m1x8_to_16bit<T::kBF16>(w1, b[0], b[1], b[2], b[3]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {  // step 2 st + j / 2, register a0 (j even) or a2
+          fr[8 * st + 4 * (j / 2) + 2 * (j % 2)] = mul16x2<T::kBF16>(a[j], s0[st]);
+          fr[8 * st + 4 * (j / 2) + 2 * (j % 2) + 1] = mul16x2<T::kBF16>(b[j], s1[st]);
+        }
+      }
     }
   };
-  // acc += tmp * b_factor[row] * a_factor[token] with stage s's factors.
+  // acc += tmp * b_factor[row] * a_factor[token] with stage s's factors (mx).
   const auto promote = [&](const float(&tmp)[T::kAccum], int s, float(&acc)[T::kAccum]) {
     promote_fragment<T::BLOCK_T, true>(tmp, __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r0)),
                                        __uint_as_float(lds32(sm.w_factor(s) + 4 * rw.r1)),
@@ -332,21 +445,25 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   for (int u = first; u < sched.units; u += stride) {
     WorkUnit w = sched.unit(u);
     k_range(w);
-    float acc[T::kAccum], tmp[T::kAccum];
+    float acc[T::kAccum], tmp[T::kFp8 ? T::kAccum : 1];
 #pragma unroll
     for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
-    unsigned fa[16], fb[16];
+    unsigned fa[T::kFragRegs], fb[T::kFragRegs];
     int kt = w.kt_begin;
-    // One K tile: issue its wgmmas, expand the next tile's fragment while they run, wait, promote
-    // after a segment's last tile, release the stage. Each group is waited for before the next is
-    // issued: a fragment written while an earlier group is in flight and read by a later one makes
-    // ptxas serialize every wgmma (its C7513), which cost 5x here; the other warpgroup keeps the
-    // tensor cores busy meanwhile.
-    const auto step = [&](const unsigned(&cur)[16], unsigned(&nxt)[16]) -> bool {
+    // One K tile: issue its wgmmas, expand the next tile's fragment while they run, wait, (mx)
+    // promote after a segment's last tile, release the stage. Each group is waited for before
+    // the next is issued: a fragment written while an earlier group is in flight and read by a
+    // later one makes ptxas serialize every wgmma (its C7513), which cost 5x here; the other
+    // warpgroup keeps the tensor cores busy meanwhile.
+    const auto step = [&](const unsigned(&cur)[T::kFragRegs],
+                          unsigned(&nxt)[T::kFragRegs]) -> bool {
       const bool seg_first = kt == w.kt_begin || kt % T::kPeriod == 0;
       const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
       const int s = pos.slot();
-      issue_mma<T>(tmp, cur, sm.x(s), !seg_first);
+      if constexpr (T::kFp8)
+        issue_mma<T>(tmp, cur, sm.x(s), !seg_first);
+      else
+        issue_mma<T>(acc, cur, sm.x(s), kt != w.kt_begin, T::kAtomStride);
       pos.advance();
       const bool more = kt + 1 < w.kt_end;
       if (more) {
@@ -354,8 +471,12 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
         expand(pos.slot(), nxt);
       }
       wgmma_wait<0>();
-      fence_operands(tmp);
-      if (seg_last) promote(tmp, s, acc);
+      if constexpr (T::kFp8) {
+        fence_operands(tmp);
+        if (seg_last) promote(tmp, s, acc);
+      } else {
+        fence_operands(acc);
+      }
       warp_arrive(sm.empty(s));
       ++kt;
       return !more;
@@ -373,6 +494,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     // m) goes to a [64][128 + 4] FP32 tile (conflict-free), then each warp writes whole 512-byte
     // rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the instruction
     // cache, and the fragment-order version (64 scattered stores) was 2x the code.
+    const float base = epilogue_base<T::kKind>(p);
     const unsigned epi = sm.epi();
     const bool vec4 =
         p.ldd % 4 == 0 &&
@@ -403,7 +525,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
         const int cols = min(p.N - n, 4);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          x[i] *= p.alpha;
+          x[i] *= base;
           if (i < cols) {
             if (p.bias != nullptr) x[i] += gemm::load_bias(p.bias, p.bias_type, n + i);
             if (p.c != nullptr && p.beta != 0.0f)
