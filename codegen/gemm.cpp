@@ -145,14 +145,17 @@ std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t) {
 }
 
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) {
-  // Measured on an H200 (bench/gemm_sm90_notes.md): split-K costs more than an idle quarter of
-  // the SMs (its partial sums and hand-off), so tiles that fill half of the SMs run unsplit; with
-  // fewer, up to 128 rows of A take tiles of 64 rows (twice the tiles, B expanded twice) before
-  // K is split, and the splits fill the SMs once.
+  // Measured (bench/gemm_sm90_notes.md): split-K costs more than an idle quarter of the SMs (its
+  // partial sums and hand-off), so tiles that fill half of the SMs run unsplit; with fewer, mx
+  // takes tiles of 64 rows of A up to 128 rows (twice the tiles, B expanded twice) before K is
+  // split, and the splits fill the SMs once. nv, whose B expansion is the dearer one, keeps tiles
+  // of 128 rows and splits K (H100: 1.13x at 128x4096x11008, equal at 128x4096x4096).
   GemmChoice c;
   const std::int64_t sms = std::max(sm_count, 1);
   int block_t = m <= 64 ? 64 : 128;
-  if (block_t == 128 && m <= 128 && 2 * sm90_swap_tiles(m, spec.n, 128) <= sms) block_t = 64;
+  if (spec.path == GemmPath::mx && block_t == 128 && m <= 128 &&
+      2 * sm90_swap_tiles(m, spec.n, 128) <= sms)
+    block_t = 64;
   c.sm90 = default_sm90_swap_config(spec, block_t);
   const std::int64_t tiles = sm90_swap_tiles(m, spec.n, block_t);
   const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;

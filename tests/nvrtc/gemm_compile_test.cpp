@@ -156,11 +156,14 @@ TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
       const codegen::GemmChoice small = codegen::choose_gemm(spec, 128, 132, "sm_90a");
       EXPECT_TRUE(big.sm90.staged) << preset;
       EXPECT_FALSE(small.sm90.staged) << preset;
-      // 128 rows: the swapped kernel for mx (with A's expansion and the fused fallback), else
-      // the fused kernel alone.
-      EXPECT_EQ(small.sm90.swap, spec.path == GemmPath::mx) << preset;
+      // 128 rows: the swapped kernel for mx (with A's expansion and the fused fallback) and nv
+      // (with A's expansion), else the fused kernel alone.
+      const bool swap = spec.path == GemmPath::mx || spec.path == GemmPath::nv;
+      EXPECT_EQ(small.sm90.swap, swap) << preset;
       EXPECT_EQ(codegen::gemm_kernels(spec, small, 128, 132, "sm_90a").size(),
-                spec.path == GemmPath::mx ? 3u : 1u);
+                spec.path == GemmPath::mx ? 3u
+                : swap                    ? 2u
+                                          : 1u);
       const auto ks = codegen::gemm_kernels(spec, big, 8192, 132, "sm_90a");
       const bool window = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
       ASSERT_EQ(ks.size(), window ? 4u : 3u) << preset << " " << op.name;
@@ -239,9 +242,9 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  const codegen::GemmSpec nv =
-      codegen::gemm_spec(parse_recipe("nvfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
-  rejects("sw=1,bn=128,ps=7,rg=8m,pp=1,sk=1", nv, "mx operands only");
+  const codegen::GemmSpec ms =
+      codegen::gemm_spec(parse_recipe("msfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  rejects("sw=1,bn=128,ps=7,rg=8m,pp=1,sk=1", ms, "mx and nv operands only");
   rejects("sw=1,bn=192,ps=4,rg=8m,pp=4,sk=1", mx, "bn (rows of A per tile) must be 64 or 128");
   rejects("sw=1,bn=128,ps=4,rg=8m,pp=8,sk=1", mx, "must be 1, 2 or 4");
   rejects("sw=1,bn=128,ps=16,rg=8m,pp=4,sk=1", mx, "exceed 227 KB");
@@ -269,6 +272,72 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_EQ(plan.kernels().size(), 3u);
   ASSERT_EQ(plan.fallback.size(), 1u);
   EXPECT_FALSE(plan.fallback.front().swap);
+}
+
+TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
+  for (const char* preset : {"nvfp4", "ue5m3"}) {
+    const Recipe r = parse_recipe(preset);
+    for (const auto& op : gemm_op_names()) {
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
+      // Tiles of 64 rows of A up to 64 rows, else 128 (nv keeps them where mx halves them).
+      for (const auto& [m, bt] : {std::pair{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}}) {
+        const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
+        ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
+        EXPECT_EQ(c.sm90.block_n, bt) << m;
+        const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+        const codegen::GemmChoice back = cuda::parse_gemm_choice(text, spec, m, 132, "sm_90a");
+        EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
+        // The kernel (with the scale code and B's block rows), A's expansion in fragment order
+        // with period 1 (its segments matter to mx only), no fallback.
+        const auto ks = codegen::gemm_kernels(spec, c, m, 132, "sm_90a");
+        ASSERT_EQ(ks.size(), 2u);
+        EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/swap.cuh\""), std::string::npos);
+        EXPECT_NE(ks[0].source().find("kKind = g::ScaleKind::nv;"), std::string::npos);
+        EXPECT_NE(ks[0].source().find(fmt::format("kBBlockRows = {};", spec.b_block_rows)),
+                  std::string::npos);
+        EXPECT_NE(ks[1].source().find("kFragOrder = true;"), std::string::npos) << ks[1].source();
+        EXPECT_NE(ks[1].source().find("kPeriod = 1;"), std::string::npos) << ks[1].source();
+      }
+      EXPECT_FALSE(codegen::choose_gemm(spec, 257, 132, "sm_90a").sm90.swap);
+    }
+  }
+  const Recipe nvfp4 = parse_recipe("nvfp4");
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  // 128 x 4096: 32 tiles of 128 x 128, K split in 4 (128 CTAs); split units are segments of 4 K
+  // tiles of 128 elements (8 at K = 4096), not of the other nv kernels' 64.
+  const codegen::GemmChoice c = codegen::choose_gemm(nv, 128, 132, "sm_90a");
+  EXPECT_EQ(c.sm90.block_n, 128);
+  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(c.grid, 128);
+  EXPECT_EQ(cuda::sm90_split_units(nv, c.sm90), 8);
+  EXPECT_NO_THROW(
+      cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=8", nv, 128, 132, "sm_90a"));
+  EXPECT_THROW(cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=9", nv, 128, 132, "sm_90a"),
+               Error);
+  // 16-bit elements of A: at most 4 stages of 128-row tiles fit, 6 of 64-row ones.
+  EXPECT_EQ(codegen::default_sm90_swap_config(nv, 128).packed_stages, 4);
+  EXPECT_EQ(codegen::default_sm90_swap_config(nv, 64).packed_stages, 6);
+  EXPECT_THROW(cuda::parse_gemm_choice("sw=1,bn=128,ps=5,rg=8m,pp=4,sk=1", nv, 128, 132, "sm_90a"),
+               Error);
+  // The plan: A expanded to 16 bits (8192-byte rows, two 128-byte boxes per K tile), B packed
+  // (64-byte rows, 64-byte swizzle), no factors, no fallback, no flag.
+  const cuda::GemmPlan plan =
+      cuda::plan_gemm(nvfp4, GemmOp::fprop, {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  EXPECT_TRUE(plan.swap && plan.staged);
+  EXPECT_EQ(plan.block_m, 128);
+  EXPECT_EQ(plan.a_box_bytes, 128);
+  EXPECT_EQ(plan.a_box_rows, 128);
+  EXPECT_EQ(plan.a_swizzle, 128);
+  EXPECT_EQ(plan.b_box_bytes, 64);
+  EXPECT_EQ(plan.b_swizzle, 64);
+  EXPECT_EQ(plan.a_row_bytes, 8192);
+  EXPECT_EQ(plan.a_code_row_bytes, 2048);
+  EXPECT_EQ(plan.a_factor_ld, 0);
+  EXPECT_EQ(plan.b_factor_ld, 0);
+  EXPECT_TRUE(plan.fallback.empty());
+  EXPECT_EQ(plan.kernels().size(), 2u);
 }
 
 TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {
@@ -306,7 +375,7 @@ TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {
   rejects("bn=128,ps=7,es=4,rg=8m,il=0,pp=4,sk=1", mx, "pp applies to the staged kernel only");
   // K = 4096: 32 K tiles of 128, 8 segments of 4: split-K counts segments.
   EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=8", mx).splits, 8);
-  rejects("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=9", mx, "1..8 (K tiles, in promotion segments)");
+  rejects("sg=1,bn=128,ps=6,rg=8m,pp=4,sk=9", mx, "1..8 (K tiles, in segments)");
   EXPECT_EQ(parse("sg=1,bn=128,ps=6,rg=8m,pp=1,sk=32", mx).splits, 32);
   // Clusters: staged only, 1 or 2 CTAs, no split-K; the grid is whole clusters.
   {
@@ -326,9 +395,9 @@ TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     const codegen::GemmSpec spec =
         codegen::gemm_spec(r, GemmOp::dgrad, 3072, 4096, DType::bf16, arch);
-    // 256 rows: below kStagedMinRows, the fused kernel.
+    // 300 rows: above kSwapMaxRows and below kStagedMinRows, the fused kernel.
     const KernelSource k =
-        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 256, 132, arch), arch);
+        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 300, 132, arch), arch);
     const std::string src = k.source();
     EXPECT_NE(src.find("#include \"gemm/sm" +
                        std::string(arch == std::string("sm_90a") ? "90" : "100") + "/kernel.cuh\""),

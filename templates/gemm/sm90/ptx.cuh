@@ -89,13 +89,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
       "h"(mask)
       : "memory");
 }
-// The same box fetched into L2 only (no shared memory, no barrier).
-__device__ __forceinline__ void tma_prefetch_l2_2d(const TmaDesc* desc, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
-                   reinterpret_cast<unsigned long long>(desc)),
-               "r"(c0), "r"(c1)
-               : "memory");
-}
 __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(desc))
                : "memory");

@@ -304,23 +304,14 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
   RingSlot<T::kStages> pos;
 
-  // Launched as a dependent of A's expansion (gemm_launch.cpp): everything above overlaps its
-  // end, and so does what needs B alone: the first unit's first K tiles of B go to L2, and without
-  // a window flag (nv) the scale warps start at once. Everything else waits for the expansion's
-  // output (A's operand and factors, the window flag).
-  if (tid == 0 && first < sched.units) {
-    WorkUnit w = sched.unit(first);
-    k_range(w);
-    for (int kt = w.kt_begin; kt < min(w.kt_end, w.kt_begin + T::kStages); ++kt)
-      tma_prefetch_l2_2d(&tma_b, 64 * kt, w.n0);
-  }
-  const bool scale_warp = tid >= 32 && tid < 32 * (1 + T::kScaleWarps);
-  if (!scale_warp || p.fallback != nullptr) {
-    wait_prerequisite_grid();
-    // The expansion pass found a code outside the exact window: the fused kernel launched next
-    // does the work.
-    if (p.fallback != nullptr && *p.fallback != 0u) return;
-  }
+  // Launched as a dependent of A's expansion (gemm_launch.cpp): everything above overlapped its
+  // end; its output (A's operand and factors, the window flag) is read only after this. (Starting
+  // the nv scale warps and prefetching B's first K tiles to L2 before this wait was measured 3-7 %
+  // slower on an H100: bench/gemm_sm90_notes.md.)
+  wait_prerequisite_grid();
+  // The expansion pass found a code outside the exact window: the fused kernel launched next does
+  // the work.
+  if (p.fallback != nullptr && *p.fallback != 0u) return;
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
@@ -342,7 +333,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
               tma_load_2d(sm.x_ptr(s) + T::kAtomStride, &tma_a, sm.full(s), 256 * kt + 128, w.m0);
             }
           });
-    } else if (scale_warp) {
+    } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
       // B's scales, a segment ahead: each iteration loads the next segment's codes, then writes
       // the segment loaded before (one call site each: this code runs cold at the start of every
       // launch, and its size showed as instruction-fetch stalls).
