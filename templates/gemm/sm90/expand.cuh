@@ -106,19 +106,39 @@ FP4JIT_HD void e2m1x4_to_16bit(u32 x, u32& w0, u32& w1) {
   w1 = prmt(lo4, hi4, 0x7362u);
 }
 
+// The tables e2m1x8_to_16bit looks codes up in: the high bytes of magnitudes 0..3 (its other
+// table, for 4..7, and the BF16 low bytes' second half are immediates of the lookups) and for
+// BF16 the low bytes of 0..3. A caller in a loop may pass them in registers it holds
+// (E2m1Tables16::in_registers), where the compiler would otherwise copy the constants from a
+// uniform register before every lookup.
+template <bool kBF16>
+struct E2m1Tables16 {
+  u32 hi = kBF16 ? 0x3F3F3F00u : 0x3E3C3800u;
+  u32 lo = 0xC0800000u;
+#if defined(__CUDA_ARCH__)
+  __device__ static E2m1Tables16 in_registers() {
+    E2m1Tables16 t;
+    asm volatile("mov.b32 %0, %1;" : "=r"(t.hi) : "r"(t.hi));
+    asm volatile("mov.b32 %0, %1;" : "=r"(t.lo) : "r"(t.lo));
+    return t;
+  }
+#endif
+};
+
 // 8 codes (a 32-bit packed word) at once: lo0/lo1 = elements (0,1)/(2,3), hi0/hi1 = elements
 // (4,5)/(6,7); equal to e2m1x4_to_16bit on each half, with the masks and shifts shared.
 template <bool kBF16>
-FP4JIT_HD void e2m1x8_to_16bit(u32 w, u32& lo0, u32& lo1, u32& hi0, u32& hi1) {
+FP4JIT_HD void e2m1x8_to_16bit(u32 w, u32& lo0, u32& lo1, u32& hi0, u32& hi1,
+                               const E2m1Tables16<kBF16>& tab = E2m1Tables16<kBF16>{}) {
   const u32 sel = w & 0x77777777u;
   const u32 w4 = w << 4;
   const u32 hsel = sel >> 16;
-  const u32 hl = kBF16 ? 0x3F3F3F00u : 0x3E3C3800u, hh = kBF16 ? 0x40404040u : 0x46444240u;
+  const u32 hl = tab.hi, hh = kBF16 ? 0x40404040u : 0x46444240u;
   const u32 mlo = prmt(hl, hh, sel), mhi = prmt(hl, hh, hsel);
   const u32 slo = prmt(w4, w, 0xD9C8u), shi = prmt(w4, w, 0xFBEAu);
   const u32 hi4_lo = mlo | (slo & 0x80808080u), hi4_hi = mhi | (shi & 0x80808080u);
-  const u32 lo4_lo = kBF16 ? prmt(0xC0800000u, 0xC0804000u, sel) : 0u;
-  const u32 lo4_hi = kBF16 ? prmt(0xC0800000u, 0xC0804000u, hsel) : 0u;
+  const u32 lo4_lo = kBF16 ? prmt(tab.lo, 0xC0804000u, sel) : 0u;
+  const u32 lo4_hi = kBF16 ? prmt(tab.lo, 0xC0804000u, hsel) : 0u;
   lo0 = prmt(lo4_lo, hi4_lo, 0x5140u);
   lo1 = prmt(lo4_lo, hi4_lo, 0x7362u);
   hi0 = prmt(lo4_hi, hi4_hi, 0x5140u);

@@ -173,11 +173,13 @@ __device__ __forceinline__ void swap_load_codes(const GemmParams& p, int n0, int
         for (int j = 0; j < C::kWords; ++j)
           v[j] = __ldg(reinterpret_cast<const unsigned*>(src + b0) + j);
       } else {
-#pragma unroll
-        for (int j = 0; j < C::kWords; ++j) v[j] = 0u;
+        // One 64-bit value, not v[j / 4]: a run-time index would put v in local memory.
+        unsigned long long all = 0ull;
 #pragma unroll 1
         for (int j = 0; j < nvalid; ++j)
-          v[j / 4] |= static_cast<unsigned>(__ldg(src + b0 + j)) << (8 * (j % 4));
+          all |= static_cast<unsigned long long>(__ldg(src + b0 + j)) << (8 * j);
+#pragma unroll
+        for (int j = 0; j < C::kWords; ++j) v[j] = static_cast<unsigned>(all >> (32 * j));
       }
 #pragma unroll
       for (int j = 0; j < C::kWords; ++j) c.code[i][t][j] = v[j];
@@ -381,6 +383,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   setmaxnreg_inc<T::kConsumerRegs>();
   const int ctid = tid - 128;  // 0..255
   const ConsumerRows rw = consumer_rows(ctid);
+  const E2m1Tables16<T::kBF16> tab = E2m1Tables16<T::kBF16>::in_registers();  // nv expansion
   // Offsets of the thread's packed words in B's stage (64-byte rows, 64-byte swizzle: 16-byte
   // unit st of row r at st ^ ((r >> 1) & 3)), per K step.
   unsigned w_off0[4], w_off1[4];
@@ -416,8 +419,8 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       for (int st = 0; st < 4; ++st) {
         const unsigned w0 = lds32(pw + w_off0[st]), w1 = lds32(pw + w_off1[st]);
         unsigned a[4], b[4];
-        e2m1x8_to_16bit<T::kBF16>(w0, a[0], a[1], a[2], a[3]);
-        e2m1x8_to_16bit<T::kBF16>(w1, b[0], b[1], b[2], b[3]);
+        e2m1x8_to_16bit<T::kBF16>(w0, a[0], a[1], a[2], a[3], tab);
+        e2m1x8_to_16bit<T::kBF16>(w1, b[0], b[1], b[2], b[3], tab);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {  // step 2 st + j / 2, register a0 (j even) or a2
           fr[8 * st + 4 * (j / 2) + 2 * (j % 2)] = mul16x2<T::kBF16>(a[j], s0[st]);
