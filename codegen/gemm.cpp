@@ -135,9 +135,12 @@ GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
     c.grid = static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff));
     return c;
   }
-  if ((spec.path == GemmPath::mx || spec.path == GemmPath::nv) && m <= kSwapMaxRows)
-    return choose_sm90_swap(spec, m, sm_count);
+  if (m <= swap_max_rows(spec.path)) return choose_sm90_swap(spec, m, sm_count);
   return choose_sm90_gemm(spec, m, sm_count, m >= kStagedMinRows);
+}
+
+std::int64_t swap_max_rows(GemmPath path) {
+  return path == GemmPath::mx ? kSwapMaxRows : path == GemmPath::nv ? kSwapMaxRowsNv : 0;
 }
 
 std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t) {

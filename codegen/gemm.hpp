@@ -84,9 +84,13 @@ struct GemmChoice {
 GemmChoice choose_gemm(const GemmSpec& spec, std::int64_t m, int sm_count,
                        const std::string& target);
 constexpr std::int64_t kStagedMinRows = 512;
-// The mx and nv paths take the swapped kernel up to this many rows of A
-// (bench/gemm_sm90_notes.md).
-constexpr std::int64_t kSwapMaxRows = 256;
+// The swapped kernel's rows of A on the heuristic's path (bench/gemm_sm90_notes.md, H100): mx up
+// to kStagedMinRows - 1 (at 384 and 511 rows 1.0-1.2x the staged kernel and 2.2-2.6x the fused
+// one; the staged kernel wins from 768 rows on), nv up to 1024 (1.3-1.6x the staged kernel at
+// 384-511 rows, 1.07-1.09x at 768 and 1024, 0.96x at 2048); other paths never.
+constexpr std::int64_t kSwapMaxRows = kStagedMinRows - 1;
+constexpr std::int64_t kSwapMaxRowsNv = 1024;
+std::int64_t swap_max_rows(GemmPath path);
 // The swapped kernel's launch for M rows: tile of 64 or 128 rows of A, split-K over segments
 // only where the tiles fill less than half of the SMs.
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);

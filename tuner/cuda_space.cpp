@@ -132,8 +132,7 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
   }
   // The swapped small-M kernel (mx, nv): B expanded in registers, A once; tile of 64 or 128
   // rows of A, ring depths, split-K over segments.
-  if ((spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::nv) &&
-      m <= 2 * codegen::kSwapMaxRows) {
+  if (m <= 2 * codegen::swap_max_rows(spec.path)) {
     for (int bt : {64, 128}) {
       if (bt == 64 && m > 128) continue;
       const codegen::GemmSm90Config base = codegen::default_sm90_swap_config(spec, bt);

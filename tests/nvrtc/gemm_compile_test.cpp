@@ -198,7 +198,7 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
       // Up to kSwapMaxRows rows: 64-row tiles of A up to 64 rows, else 128, except where 128-row
       // tiles would fill less than half of the SMs (N = 4096: 32 tiles) up to 128 rows.
       for (const auto& [m, bt] :
-           {std::pair{1, 64}, {64, 64}, {65, 64}, {128, 64}, {129, 128}, {256, 128}}) {
+           {std::pair{1, 64}, {64, 64}, {65, 64}, {128, 64}, {129, 128}, {256, 128}, {511, 128}}) {
         const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
         ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
         EXPECT_EQ(c.sm90.block_n, bt) << m;
@@ -215,7 +215,8 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
         EXPECT_NE(ks[1].source().find("kFragOrder = true;"), std::string::npos) << ks[1].source();
         EXPECT_EQ(ks[2].source().find("swap"), std::string::npos) << ks[2].source();
       }
-      EXPECT_FALSE(codegen::choose_gemm(spec, 257, 132, "sm_90a").sm90.swap);
+      EXPECT_TRUE(codegen::choose_gemm(spec, 511, 132, "sm_90a").sm90.swap);
+      EXPECT_FALSE(codegen::choose_gemm(spec, 512, 132, "sm_90a").sm90.swap);
     }
   }
   // 128 rows x 4096 columns: 64 tiles of 64 x 128, split-K 2 fills the SMs (128 CTAs); 11008
@@ -281,7 +282,13 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
       const codegen::GemmSpec spec =
           codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
       // Tiles of 64 rows of A up to 64 rows, else 128 (nv keeps them where mx halves them).
-      for (const auto& [m, bt] : {std::pair{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}}) {
+      for (const auto& [m, bt] : {std::pair{1, 64},
+                                  {64, 64},
+                                  {65, 128},
+                                  {128, 128},
+                                  {256, 128},
+                                  {511, 128},
+                                  {1024, 128}}) {
         const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
         ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
         EXPECT_EQ(c.sm90.block_n, bt) << m;
@@ -299,7 +306,7 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
         EXPECT_NE(ks[1].source().find("kFragOrder = true;"), std::string::npos) << ks[1].source();
         EXPECT_NE(ks[1].source().find("kPeriod = 1;"), std::string::npos) << ks[1].source();
       }
-      EXPECT_FALSE(codegen::choose_gemm(spec, 257, 132, "sm_90a").sm90.swap);
+      EXPECT_FALSE(codegen::choose_gemm(spec, 1025, 132, "sm_90a").sm90.swap);
     }
   }
   const Recipe nvfp4 = parse_recipe("nvfp4");
@@ -395,9 +402,12 @@ TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     const codegen::GemmSpec spec =
         codegen::gemm_spec(r, GemmOp::dgrad, 3072, 4096, DType::bf16, arch);
-    // 300 rows: above kSwapMaxRows and below kStagedMinRows, the fused kernel.
-    const KernelSource k =
-        codegen::gemm_kernel(spec, codegen::choose_gemm(spec, 300, 132, arch), arch);
+    // The fused kernel at 300 rows (sm_90a; the heuristic's is the swapped one there).
+    const KernelSource k = codegen::gemm_kernel(
+        spec,
+        arch == std::string("sm_90a") ? codegen::choose_sm90_gemm(spec, 300, 132, false)
+                                      : codegen::choose_gemm(spec, 300, 132, arch),
+        arch);
     const std::string src = k.source();
     EXPECT_NE(src.find("#include \"gemm/sm" +
                        std::string(arch == std::string("sm_90a") ? "90" : "100") + "/kernel.cuh\""),
