@@ -233,18 +233,14 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
 TEST_F(FakeDriverTest, SwappedNvGemmLaunchesExpansionAndKernelOnly) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("nvfp4");
-  const GemmShape wide{128, 11008, 4096};
-  const FpropOperands ops(*engine_, r, wide);
-  counted_gemms(r, wide, ops.a, ops.b, ops.y, 1);
-  EXPECT_EQ(calls("cuMemsetD32Async"), 0);
-  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
-  EXPECT_EQ(calls("cuLaunchKernel"), 1);
-  const GemmShape split{128, 4096, 4096};
-  const FpropOperands ops2(*engine_, r, split);
-  counted_gemms(r, split, ops2.a, ops2.b, ops2.y, 1);
-  EXPECT_EQ(calls("cuMemsetD32Async"), 1);
-  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
-  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  for (const auto& [s, memsets] :
+       {std::pair{GemmShape{128, 11008, 4096}, 0}, std::pair{GemmShape{128, 4096, 4096}, 1}}) {
+    const FpropOperands ops(*engine_, r, s);
+    counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
+    EXPECT_EQ(calls("cuMemsetD32Async"), memsets) << gemm_shape_text(s);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 1) << gemm_shape_text(s);
+    EXPECT_EQ(calls("cuLaunchKernel"), 1) << gemm_shape_text(s);
+  }
 }
 
 }  // namespace
