@@ -188,6 +188,24 @@ __device__ __forceinline__ void swap_load_codes(const GemmParams& p, int n0, int
   }
 }
 
+// The scale warps' walk over a segment's K tiles: for each, wait until its stage is free, write
+// the lane's rows (write(stage, tile, i, tile row of the lane's i-th row)), arrive on the stage's
+// full barrier.
+template <class T, class Smem, class Ring, class Write>
+__device__ __forceinline__ void swap_write_tiles(const Smem& sm, Ring& pos, int seg_tiles,
+                                                 const Write& write) {
+#pragma unroll
+  for (int t = 0; t < T::kPeriod; ++t) {
+    if (t >= seg_tiles) break;
+    const int s = pos.slot();
+    mbar_wait(sm.empty(s), pos.empty_parity());
+#pragma unroll
+    for (int i = 0; i < T::kRowsPerLane; ++i) write(s, t, i, swap_scale_row<T>(i));
+    warp_arrive(sm.full(s));
+    pos.advance();
+  }
+}
+
 // mx: the segment's references and factors, then per K tile the rows' E4M3 table words.
 template <class T, class Smem, class Ring>
 __device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& sm, Ring& pos,
@@ -211,33 +229,23 @@ __device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& s
                     ? 0x7FC00000u
                     : __float_as_uint(pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias));
   }
+  swap_write_tiles<T>(sm, pos, seg_tiles, [&](int s, int t, int i, int row) {
+    const unsigned e = cur.code[i][t][0];
+    const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
+    const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
+    // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
+    if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
+      *const_cast<unsigned*>(p.fallback) = 1u;
+    const unsigned shifts =
+        (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
+    unsigned lut[8];
 #pragma unroll
-  for (int t = 0; t < T::kPeriod; ++t) {
-    if (t >= seg_tiles) break;
-    const int s = pos.slot();
-    mbar_wait(sm.empty(s), pos.empty_parity());
-#pragma unroll
-    for (int i = 0; i < T::kRowsPerLane; ++i) {
-      const unsigned e = cur.code[i][t][0];
-      const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
-      const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
-      // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
-      if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
-        *const_cast<unsigned*>(p.fallback) = 1u;
-      const unsigned shifts =
-          (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
-      unsigned lut[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        lds64(sm.table() + 8 * ((shifts >> (8 * j)) & 0xFFu), lut[2 * j], lut[2 * j + 1]);
-      const int row = swap_scale_row<T>(i);
-      sts128(sm.luts(s) + 32 * row, lut[0], lut[1], lut[2], lut[3]);
-      sts128(sm.luts(s) + 32 * row + 16, lut[4], lut[5], lut[6], lut[7]);
-      if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
-    }
-    warp_arrive(sm.full(s));
-    pos.advance();
-  }
+    for (int j = 0; j < 4; ++j)
+      lds64(sm.table() + 8 * ((shifts >> (8 * j)) & 0xFFu), lut[2 * j], lut[2 * j + 1]);
+    sts128(sm.luts(s) + 32 * row, lut[0], lut[1], lut[2], lut[3]);
+    sts128(sm.luts(s) + 32 * row + 16, lut[4], lut[5], lut[6], lut[7]);
+    if (t == seg_tiles - 1) sts32(sm.w_factor(s) + 4 * row, factor[i]);
+  });
 }
 
 // nv: per K tile the rows' 8 block scales, decoded by the constant table (pairs of equal halves),
@@ -245,25 +253,15 @@ __device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& s
 template <class T, class Smem, class Ring>
 __device__ __forceinline__ void swap_write_nv(const Smem& sm, Ring& pos,
                                               const SwapSegmentCodes<T>& cur, int seg_tiles) {
+  swap_write_tiles<T>(sm, pos, seg_tiles, [&](int s, int t, int i, int row) {
+    unsigned v[8];
 #pragma unroll
-  for (int t = 0; t < T::kPeriod; ++t) {
-    if (t >= seg_tiles) break;
-    const int s = pos.slot();
-    mbar_wait(sm.empty(s), pos.empty_parity());
-#pragma unroll
-    for (int i = 0; i < T::kRowsPerLane; ++i) {
-      unsigned v[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b)
-        v[4 * (b & 1) + b / 2] =
-            lds32(sm.table() + 4 * ((cur.code[i][t][b / 4] >> (8 * (b % 4))) & 0xFFu));
-      const int row = swap_scale_row<T>(i);
-      sts128(sm.luts(s) + 32 * row, v[0], v[1], v[2], v[3]);
-      sts128(sm.luts(s) + 32 * row + 16, v[4], v[5], v[6], v[7]);
-    }
-    warp_arrive(sm.full(s));
-    pos.advance();
-  }
+    for (int b = 0; b < 8; ++b)
+      v[4 * (b & 1) + b / 2] =
+          lds32(sm.table() + 4 * ((cur.code[i][t][b / 4] >> (8 * (b % 4))) & 0xFFu));
+    sts128(sm.luts(s) + 32 * row, v[0], v[1], v[2], v[3]);
+    sts128(sm.luts(s) + 32 * row + 16, v[4], v[5], v[6], v[7]);
+  });
 }
 
 template <class Cfg>
