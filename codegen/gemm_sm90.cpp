@@ -13,6 +13,27 @@ sm90::ScaleKind kind_of(GemmPath p) {
   return static_cast<sm90::ScaleKind>(static_cast<int>(p));
 }
 
+// The stub's Config for the sm90 kernels: what every kernel reads (path, scale code, tile width,
+// ring depth, raster, output, N and K), then `members`, the kernel's own.
+std::string sm90_declarations(const GemmSpec& spec, const GemmSm90Config& config,
+                              const std::string& members) {
+  return fmt::format(
+      "namespace g = fp4jit::sm90;\n\n"
+      "struct Config : g::GemmConfigBase {{\n"
+      "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
+      "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
+      "  static constexpr int BLOCK_N = {};\n"
+      "  static constexpr int kPackedStages = {};\n"
+      "  static constexpr int kRasterGroup = {};\n"
+      "  static constexpr bool kRasterAlongM = {};\n"
+      "  static constexpr g::OutType kOut = {};\n"
+      "  static constexpr int kN = {}, kK = {};\n"
+      "{}"
+      "}};\n",
+      gemm_path_name(spec.path), spec.scale_code, config.block_n, config.packed_stages,
+      config.raster_group, config.raster_along_m, gemm_out_name(spec.out), spec.n, spec.k, members);
+}
+
 }  // namespace
 
 std::string GemmSm90Config::text() const {
@@ -196,70 +217,34 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period_in
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target) {
   config.validate(spec);
+  // Each kernel's own Config members, and its template where it is not gemm_kernel_source's
+  // kernel.cuh.
+  std::string members;
+  const char* header = nullptr;
+  const char* function = nullptr;
   if (config.swap) {
-    const std::string declarations = fmt::format(
-        "namespace g = fp4jit::sm90;\n\n"
-        "struct Config : g::GemmConfigBase {{\n"
-        "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
-        "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
+    members = fmt::format(
         "  static constexpr int kBBlockRows = {};\n"
-        "  static constexpr int BLOCK_N = {};\n"
-        "  static constexpr int kPackedStages = {};\n"
+        "  static constexpr int kPeriod = {};\n",
+        spec.b_block_rows, config.period);
+    header = "gemm/sm90/swap.cuh", function = "gemm_swap_kernel";
+  } else if (config.staged) {
+    members = fmt::format(
         "  static constexpr int kPeriod = {};\n"
-        "  static constexpr int kRasterGroup = {};\n"
-        "  static constexpr bool kRasterAlongM = {};\n"
-        "  static constexpr g::OutType kOut = {};\n"
-        "  static constexpr int kN = {}, kK = {};\n"
-        "}};\n",
-        gemm_path_name(spec.path), spec.scale_code, spec.b_block_rows, config.block_n,
-        config.packed_stages, config.period, config.raster_group, config.raster_along_m,
-        gemm_out_name(spec.out), spec.n, spec.k);
-    KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
-    k.header = "gemm/sm90/swap.cuh";
-    k.function = "gemm_swap_kernel";
-    return k;
+        "  static constexpr int kClusterM = {};\n",
+        config.period, config.cluster_m);
+    header = "gemm/sm90/staged.cuh", function = "gemm_staged_kernel";
+  } else {
+    members = fmt::format(
+        "  static constexpr int kABlockRows = {}, kBBlockRows = {};\n"
+        "  static constexpr int kExpandedStages = {};\n"
+        "  static constexpr bool kNvInterleave = {};\n",
+        spec.a_block_rows, spec.b_block_rows, config.exp_stages, config.nv_interleave);
   }
-  if (config.staged) {
-    const std::string declarations = fmt::format(
-        "namespace g = fp4jit::sm90;\n\n"
-        "struct Config : g::GemmConfigBase {{\n"
-        "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
-        "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
-        "  static constexpr int BLOCK_N = {};\n"
-        "  static constexpr int kPackedStages = {};\n"
-        "  static constexpr int kPeriod = {};\n"
-        "  static constexpr int kRasterGroup = {};\n"
-        "  static constexpr bool kRasterAlongM = {};\n"
-        "  static constexpr int kClusterM = {};\n"
-        "  static constexpr g::OutType kOut = {};\n"
-        "  static constexpr int kN = {}, kK = {};\n"
-        "}};\n",
-        gemm_path_name(spec.path), spec.scale_code, config.block_n, config.packed_stages,
-        config.period, config.raster_group, config.raster_along_m, config.cluster_m,
-        gemm_out_name(spec.out), spec.n, spec.k);
-    KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
-    k.header = "gemm/sm90/staged.cuh";
-    k.function = "gemm_staged_kernel";
-    return k;
-  }
-  const std::string declarations = fmt::format(
-      "namespace g = fp4jit::sm90;\n\n"
-      "struct Config : g::GemmConfigBase {{\n"
-      "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
-      "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
-      "  static constexpr int kABlockRows = {}, kBBlockRows = {};\n"
-      "  static constexpr int BLOCK_N = {};\n"
-      "  static constexpr int kPackedStages = {}, kExpandedStages = {};\n"
-      "  static constexpr int kRasterGroup = {};\n"
-      "  static constexpr bool kRasterAlongM = {};\n"
-      "  static constexpr bool kNvInterleave = {};\n"
-      "  static constexpr g::OutType kOut = {};\n"
-      "  static constexpr int kN = {}, kK = {};\n"
-      "}};\n",
-      gemm_path_name(spec.path), spec.scale_code, spec.a_block_rows, spec.b_block_rows,
-      config.block_n, config.packed_stages, config.exp_stages, config.raster_group,
-      config.raster_along_m, config.nv_interleave, gemm_out_name(spec.out), spec.n, spec.k);
-  return gemm_kernel_source(spec, "sm90", config.text(), target, declarations);
+  KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target,
+                                      sm90_declarations(spec, config, members));
+  if (header != nullptr) k.header = header, k.function = function;
+  return k;
 }
 
 }  // namespace fp4jit::codegen

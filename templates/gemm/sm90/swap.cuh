@@ -319,19 +319,19 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       issue_stages<T::kPeriod>(
           sched, first, stride, k_range, pos, sm,
           [&](int s, const WorkUnit& w, int kt, bool seg_last, long long seg) {
-            if constexpr (T::kFp8) {
-              mbar_arrive_expect_tx(sm.full(s), seg_last ? T::G.tma_bytes : T::G.tile_bytes);
-              tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
-              tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 128 * kt, w.m0);
-              if (seg_last)
-                bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
-                          T::G.x_factor_bytes, sm.full(s));
-            } else {
-              mbar_arrive_expect_tx(sm.full(s), T::G.tile_bytes);
-              tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
-              tma_load_2d(sm.x_ptr(s), &tma_a, sm.full(s), 256 * kt, w.m0);
-              tma_load_2d(sm.x_ptr(s) + T::kAtomStride, &tma_a, sm.full(s), 256 * kt + 128, w.m0);
-            }
+            // mx: A's segment factors travel with a segment's last K tile (tma_bytes).
+            const bool factors = T::kFp8 && seg_last;
+            mbar_arrive_expect_tx(sm.full(s), factors ? T::G.tma_bytes : T::G.tile_bytes);
+            tma_load_2d(sm.w_ptr(s), &tma_b, sm.full(s), 64 * kt, w.n0);
+            // A's K tile: one 128-byte atom per row (E4M3), two for 16-bit elements.
+            constexpr int kAtoms = T::kFp8 ? 1 : 2;
+#pragma unroll
+            for (int a = 0; a < kAtoms; ++a)
+              tma_load_2d(sm.x_ptr(s) + a * T::kAtomStride, &tma_a, sm.full(s),
+                          128 * (kAtoms * kt + a), w.m0);
+            if (factors)
+              bulk_load(sm.x_factor_ptr(s), p.a_factor + seg * p.a_factor_ld + w.m0,
+                        T::G.x_factor_bytes, sm.full(s));
           });
     } else if (tid >= 32 && tid < 32 * (1 + T::kScaleWarps)) {
       // B's scales, a segment ahead: each iteration loads the next segment's codes, then writes

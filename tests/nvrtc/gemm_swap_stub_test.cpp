@@ -1,0 +1,176 @@
+// Compile-only checks of the swapped small-M sm90 GEMM (templates/gemm/sm90/swap.cuh), no GPU
+// needed: the heuristic's choice for few rows of the mx and nv paths, its text, kernels, plan and
+// the fields it rejects by name. (Its kernels compile in gemm_compile_test.cpp's spread.)
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "codegen/gemm.hpp"
+#include "runtime/cuda/gemm_plan.hpp"
+
+namespace fp4jit {
+namespace {
+
+using codegen::KernelSource;
+
+// For every op of the presets and each (rows, tile of A's rows): the heuristic takes the swapped
+// kernel with that tile, its text round-trips through the tuner's parser with the same grid, the
+// kernel stub is swap.cuh's and A's expansion writes the fragment order; `check` sees the kernels
+// (path-specific checks). One row past swap_max_rows goes elsewhere.
+template <class Check>
+void swapped_choices(std::initializer_list<const char*> presets,
+                     std::initializer_list<std::pair<int, int>> rows_and_tiles,
+                     const Check& check) {
+  for (const char* preset : presets) {
+    const Recipe r = parse_recipe(preset);
+    for (const auto& op : gemm_op_names()) {
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(r, op.value, 4096, 4096, DType::bf16, "sm_90a");
+      for (const auto& [m, bt] : rows_and_tiles) {
+        const codegen::GemmChoice c = codegen::choose_gemm(spec, m, 132, "sm_90a");
+        ASSERT_TRUE(c.sm90.swap) << preset << " " << m;
+        EXPECT_EQ(c.sm90.block_n, bt) << preset << " " << m;
+        EXPECT_NO_THROW(c.sm90.validate(spec));
+        const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+        EXPECT_EQ(text.rfind("sw=1,", 0), 0u) << text;
+        const codegen::GemmChoice back = cuda::parse_gemm_choice(text, spec, m, 132, "sm_90a");
+        EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
+        EXPECT_EQ(back.grid, c.grid) << text;
+        const std::vector<KernelSource> ks = codegen::gemm_kernels(spec, c, m, 132, "sm_90a");
+        ASSERT_GE(ks.size(), 2u);
+        EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/swap.cuh\""), std::string::npos);
+        EXPECT_NE(ks[1].source().find("kFragOrder = true;"), std::string::npos) << ks[1].source();
+        check(spec, ks);
+      }
+      const std::int64_t last = codegen::swap_max_rows(spec.path);
+      EXPECT_TRUE(codegen::choose_gemm(spec, last, 132, "sm_90a").sm90.swap) << preset;
+      EXPECT_FALSE(codegen::choose_gemm(spec, last + 1, 132, "sm_90a").sm90.swap) << preset;
+    }
+  }
+}
+
+TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
+  // Below kStagedMinRows: 64-row tiles of A up to 64 rows, else 128, except where 128-row tiles
+  // would fill less than half of the SMs (N = 4096: 32 tiles) up to 128 rows. A's expansion in
+  // fragment order and the fused fallback come with it.
+  swapped_choices({"mxfp4", "tetrajet"},
+                  {{1, 64}, {64, 64}, {65, 64}, {128, 64}, {129, 128}, {256, 128}, {511, 128}},
+                  [](const codegen::GemmSpec&, const std::vector<KernelSource>& ks) {
+                    ASSERT_EQ(ks.size(), 3u);
+                    EXPECT_NE(ks[1].key_text.find("operand=a;"), std::string::npos)
+                        << ks[1].key_text;
+                    EXPECT_EQ(ks[2].source().find("swap"), std::string::npos) << ks[2].source();
+                  });
+  // 128 rows x 4096 columns: 64 tiles of 64 x 128, split-K 2 fills the SMs (128 CTAs); 11008
+  // columns: 86 tiles of 128 x 128 fill over half of them, no split.
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  const codegen::GemmChoice c = codegen::choose_gemm(mx, 128, 132, "sm_90a");
+  EXPECT_EQ(c.sm90.block_n, 64);
+  EXPECT_EQ(c.splits, 2);
+  EXPECT_EQ(c.grid, 128);
+  const codegen::GemmChoice wide = codegen::choose_gemm(
+      codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 11008, 4096, DType::bf16, "sm_90a"),
+      128, 132, "sm_90a");
+  EXPECT_EQ(wide.sm90.block_n, 128);
+  EXPECT_EQ(wide.splits, 1);
+  EXPECT_EQ(wide.grid, 86);
+  // Other paths cannot take it; its fields are checked by name.
+  const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
+                          const std::string& what) {
+    try {
+      cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
+      ADD_FAILURE() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const codegen::GemmSpec ms =
+      codegen::gemm_spec(parse_recipe("msfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  rejects("sw=1,bn=128,ps=7,rg=8m,pp=1,sk=1", ms, "mx and nv operands only");
+  rejects("sw=1,bn=192,ps=4,rg=8m,pp=4,sk=1", mx, "bn (rows of A per tile) must be 64 or 128");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=8,sk=1", mx, "must be 1, 2 or 4");
+  rejects("sw=1,bn=128,ps=16,rg=8m,pp=4,sk=1", mx, "exceed 227 KB");
+  rejects("sw=1,sg=1,bn=128,ps=4,rg=8m,pp=4,sk=1", mx, "takes no sg or cm");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=9", mx, "split-K 9 must lie in 1..8");
+  // The plan: A expanded (128-byte rows, 128-byte swizzle, a tile of A's rows per box), B packed
+  // (64-byte rows, 64-byte swizzle, 128 rows), A's factors only, no expansion of B.
+  const cuda::GemmPlan plan = cuda::plan_gemm(parse_recipe("mxfp4"), GemmOp::fprop,
+                                              {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  EXPECT_TRUE(plan.swap && plan.staged);
+  EXPECT_EQ(plan.block_m, 64);  // 100 rows, 32 tiles of 128: tiles of 64 rows of A
+  EXPECT_EQ(plan.block_n, 128);
+  EXPECT_EQ(plan.a_box_bytes, 128);
+  EXPECT_EQ(plan.a_box_rows, 64);
+  EXPECT_EQ(plan.a_swizzle, 128);
+  EXPECT_EQ(plan.b_box_bytes, 64);
+  EXPECT_EQ(plan.b_box_rows, 128);
+  EXPECT_EQ(plan.b_swizzle, 64);
+  EXPECT_EQ(plan.a_row_bytes, 4096);
+  EXPECT_EQ(plan.b_row_bytes, 2048);
+  EXPECT_GT(plan.a_factor_ld, 0);
+  EXPECT_EQ(plan.b_factor_ld, 0);
+  EXPECT_EQ(plan.tiles, 64);
+  EXPECT_EQ(plan.workspace_floats, 64 * plan.choice.splits * 64 * 128);
+  EXPECT_EQ(plan.kernels().size(), 3u);
+  ASSERT_EQ(plan.fallback.size(), 1u);
+  EXPECT_FALSE(plan.fallback.front().swap);
+}
+
+TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
+  // Tiles of 64 rows of A up to 64 rows, else 128 (nv keeps them where mx halves them), up to
+  // 1024 rows; the kernel with the scale code and B's block rows, A's expansion with period 1
+  // (its segments matter to mx only), no fallback.
+  swapped_choices(
+      {"nvfp4", "ue5m3"},
+      {{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}, {511, 128}, {1024, 128}},
+      [](const codegen::GemmSpec& spec, const std::vector<KernelSource>& ks) {
+        ASSERT_EQ(ks.size(), 2u);
+        EXPECT_NE(ks[0].source().find("kKind = g::ScaleKind::nv;"), std::string::npos);
+        EXPECT_NE(ks[0].source().find(fmt::format("kBBlockRows = {};", spec.b_block_rows)),
+                  std::string::npos);
+        EXPECT_NE(ks[1].source().find("kPeriod = 1;"), std::string::npos) << ks[1].source();
+      });
+  const Recipe nvfp4 = parse_recipe("nvfp4");
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  // 128 x 4096: 32 tiles of 128 x 128, K split in 4 (128 CTAs); split units are segments of 4 K
+  // tiles of 128 elements (8 at K = 4096), not of the other nv kernels' 64.
+  const codegen::GemmChoice c = codegen::choose_gemm(nv, 128, 132, "sm_90a");
+  EXPECT_EQ(c.sm90.block_n, 128);
+  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(c.grid, 128);
+  EXPECT_EQ(cuda::sm90_split_units(nv, c.sm90), 8);
+  EXPECT_NO_THROW(
+      cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=8", nv, 128, 132, "sm_90a"));
+  EXPECT_THROW(cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=9", nv, 128, 132, "sm_90a"),
+               Error);
+  // 16-bit elements of A: at most 4 stages of 128-row tiles fit, 6 of 64-row ones.
+  EXPECT_EQ(codegen::default_sm90_swap_config(nv, 128).packed_stages, 4);
+  EXPECT_EQ(codegen::default_sm90_swap_config(nv, 64).packed_stages, 6);
+  EXPECT_THROW(cuda::parse_gemm_choice("sw=1,bn=128,ps=5,rg=8m,pp=4,sk=1", nv, 128, 132, "sm_90a"),
+               Error);
+  // The plan: A expanded to 16 bits (8192-byte rows, two 128-byte boxes per K tile), B packed
+  // (64-byte rows, 64-byte swizzle), no factors, no fallback, no flag.
+  const cuda::GemmPlan plan =
+      cuda::plan_gemm(nvfp4, GemmOp::fprop, {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  EXPECT_TRUE(plan.swap && plan.staged);
+  EXPECT_EQ(plan.block_m, 128);
+  EXPECT_EQ(plan.a_box_bytes, 128);
+  EXPECT_EQ(plan.a_box_rows, 128);
+  EXPECT_EQ(plan.a_swizzle, 128);
+  EXPECT_EQ(plan.b_box_bytes, 64);
+  EXPECT_EQ(plan.b_swizzle, 64);
+  EXPECT_EQ(plan.a_row_bytes, 8192);
+  EXPECT_EQ(plan.a_code_row_bytes, 2048);
+  EXPECT_EQ(plan.a_factor_ld, 0);
+  EXPECT_EQ(plan.b_factor_ld, 0);
+  EXPECT_TRUE(plan.fallback.empty());
+  EXPECT_EQ(plan.kernels().size(), 2u);
+}
+
+}  // namespace
+}  // namespace fp4jit
