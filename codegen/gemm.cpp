@@ -147,25 +147,33 @@ std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t) {
   return ((m + block_t - 1) / block_t) * ((n + 127) / 128);
 }
 
+int sm90_swap_grid(std::int64_t tiles, int splits, bool cluster_split, int sm_count) {
+  const std::int64_t sms = std::max(sm_count, 1);
+  if (!cluster_split) return static_cast<int>(std::min<std::int64_t>(tiles * splits, sms));
+  // Whole clusters of `splits` CTAs, each on one tile at a time.
+  return static_cast<int>(std::max<std::int64_t>(std::min(tiles, sms / splits), 1)) * splits;
+}
+
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) {
-  // Measured (bench/gemm_sm90_notes.md): split-K costs more than an idle quarter of the SMs (its
-  // partial sums and hand-off), so tiles that fill half of the SMs run unsplit; with fewer, mx
-  // takes tiles of 64 rows of A up to 128 rows (twice the tiles, B expanded twice) before K is
-  // split, and the splits fill the SMs once. nv, whose B expansion is the dearer one, keeps tiles
-  // of 128 rows and splits K (H100: 1.13x at 128x4096x11008, equal at 128x4096x4096).
+  // Measured (bench/gemm_sm90_notes.md, H100): split-K costs more than an idle quarter of the SMs
+  // (its partial sums and hand-off), so tiles that fill half of the SMs run unsplit; with fewer,
+  // tiles of 64 rows of A up to 128 rows (twice the tiles, B expanded twice) before K is split,
+  // and the splits fill the SMs once. Two splits sum in clusters of two (nvfp4 128x4096x4096:
+  // 1.15x the 128-row tiles split in 4 through global memory); more stay on the global hand-off,
+  // as clusters of 3 or more CTAs may not all be resident at once (a GPC of 16 or 18 SMs holds 4
+  // clusters of 4; 32 tiles x 4 splits ran in two waves, 0.78x).
   GemmChoice c;
   const std::int64_t sms = std::max(sm_count, 1);
   int block_t = m <= 64 ? 64 : 128;
-  if (spec.path == GemmPath::mx && block_t == 128 && m <= 128 &&
-      2 * sm90_swap_tiles(m, spec.n, 128) <= sms)
-    block_t = 64;
+  if (block_t == 128 && m <= 128 && 2 * sm90_swap_tiles(m, spec.n, 128) <= sms) block_t = 64;
   c.sm90 = default_sm90_swap_config(spec, block_t);
   const std::int64_t tiles = sm90_swap_tiles(m, spec.n, block_t);
   const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
   c.splits = 2 * tiles > sms ? 1
                              : static_cast<int>(std::clamp<std::int64_t>(
                                    std::min<std::int64_t>(sms / tiles, segments), 1, 16));
-  c.grid = static_cast<int>(std::min<std::int64_t>(tiles * c.splits, sms));
+  c.sm90.cluster_split = c.splits == 2;
+  c.grid = sm90_swap_grid(tiles, c.splits, c.sm90.cluster_split, sm_count);
   return c;
 }
 

@@ -52,8 +52,12 @@ struct GemmSm90Config {
   // consumers' registers, A expanded once; block_n is then its tile of A's rows (64 or 128), and
   // period its K tiles per segment (mx: per promotion; nv: per load of B's scale codes).
   bool swap = false;
+  // Swapped kernel with split-K: the splits of a tile run as one cluster (one CTA per split, 2..8)
+  // and sum their partials in distributed shared memory instead of a global workspace.
+  bool cluster_split = false;
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
-  // period is not 1, ",cm=2" for clusters of two); swapped "sw=1,bn=128,ps=7,rg=8m,pp=4"
+  // period is not 1, ",cm=2" for clusters of two); swapped "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1"
+  // with cluster split-K)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };
@@ -92,10 +96,15 @@ constexpr std::int64_t kSwapMaxRows = kStagedMinRows - 1;
 constexpr std::int64_t kSwapMaxRowsNv = 1024;
 std::int64_t swap_max_rows(GemmPath path);
 // The swapped kernel's launch for M rows: tile of 64 or 128 rows of A, split-K over segments
-// only where the tiles fill less than half of the SMs.
+// only where the tiles fill less than half of the SMs, two splits in clusters (cluster_split;
+// the tuner also tries clusters of up to kMaxClusterSplits).
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);
+constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 // Tiles of the swapped kernel: ceil(m / block_t) x ceil(n / 128).
 std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t);
+// The swapped kernel's persistent grid: min(tiles * splits, SMs) CTAs, with cluster split-K whole
+// clusters of `splits` CTAs (at most one per tile, at least one).
+int sm90_swap_grid(std::int64_t tiles, int splits, bool cluster_split, int sm_count);
 // The sm_90a heuristic's choice with the kernel fixed: fused (staged = false) or staged.
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged);
 

@@ -38,8 +38,8 @@ std::string sm90_declarations(const GemmSpec& spec, const GemmSm90Config& config
 
 std::string GemmSm90Config::text() const {
   if (swap)
-    return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}", block_n, packed_stages, raster_group,
-                       raster_along_m ? "m" : "n", period);
+    return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}", block_n, packed_stages, raster_group,
+                       raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
   if (staged)
     return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n",
@@ -51,6 +51,10 @@ std::string GemmSm90Config::text() const {
 
 void GemmSm90Config::validate(const GemmSpec& spec) const {
   const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+  if (cluster_split && !swap)
+    fail(ErrorKind::invalid_argument,
+         "gemm_sm90 config {}: cs (split-K in clusters) applies to the swapped kernel (sw=1) only",
+         text());
   if (swap) {
     if (spec.path != GemmPath::mx && spec.path != GemmPath::nv)
       fail(ErrorKind::invalid_argument,
@@ -225,8 +229,9 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
   if (config.swap) {
     members = fmt::format(
         "  static constexpr int kBBlockRows = {};\n"
-        "  static constexpr int kPeriod = {};\n",
-        spec.b_block_rows, config.period);
+        "  static constexpr int kPeriod = {};\n"
+        "  static constexpr bool kSplitCluster = {};\n",
+        spec.b_block_rows, config.period, config.cluster_split);
     header = "gemm/sm90/swap.cuh", function = "gemm_swap_kernel";
   } else if (config.staged) {
     members = fmt::format(

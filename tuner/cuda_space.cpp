@@ -131,7 +131,8 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
     }
   }
   // The swapped small-M kernel (mx, nv): B expanded in registers, A once; tile of 64 or 128
-  // rows of A, ring depths, split-K over segments.
+  // rows of A, ring depths, split-K over segments through global memory or (2..8 splits) within
+  // clusters.
   if (m <= 2 * codegen::swap_max_rows(spec.path)) {
     for (int bt : {64, 128}) {
       if (bt == 64 && m > 128) continue;
@@ -142,11 +143,15 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
       for (int depth : {0, -2})
         for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
           if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
-          codegen::GemmChoice c = h;
-          c.sm90 = base;
-          c.sm90.packed_stages = base.packed_stages + depth;
-          c.splits = splits;
-          consider(c);
+          for (bool cluster : {false, true}) {
+            if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
+            codegen::GemmChoice c = h;
+            c.sm90 = base;
+            c.sm90.packed_stages = base.packed_stages + depth;
+            c.sm90.cluster_split = cluster;
+            c.splits = splits;
+            consider(c);
+          }
         }
     }
   }

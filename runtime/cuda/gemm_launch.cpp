@@ -173,11 +173,25 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
   void* params[] = {&ta, &tb, &p};
   if (plan.swap) {
     // Starts while A's expansion finishes; the kernel waits for it before reading its output.
-    CUlaunchAttribute attr;
+    if (!plan.choice.sm90.cluster_split) {
+      CUlaunchAttribute attr;
+      const CUlaunchConfig config =
+          dependent_launch_config(plan.choice.grid, plan.threads, plan.smem_bytes, s, attr);
+      check(d_.launch_kernel_ex(&config, fn, params, nullptr),
+            "cuLaunchKernelEx (GEMM, programmatic dependent launch)");
+      return;
+    }
+    // Split-K in clusters of one CTA per split, persistent over tiles: as many whole clusters as
+    // can be resident at once.
+    const int splits = plan.choice.splits;
+    const int resident =
+        modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, splits);
+    const int grid = std::min(plan.choice.grid, resident * splits);
+    CUlaunchAttribute attrs[2];
     const CUlaunchConfig config =
-        dependent_launch_config(plan.choice.grid, plan.threads, plan.smem_bytes, s, attr);
+        dependent_cluster_launch_config(grid, plan.threads, plan.smem_bytes, s, splits, attrs);
     check(d_.launch_kernel_ex(&config, fn, params, nullptr),
-          "cuLaunchKernelEx (GEMM, programmatic dependent launch)");
+          "cuLaunchKernelEx (GEMM, split-K clusters, programmatic dependent launch)");
     return;
   }
   if (plan.cluster_m <= 1) {
@@ -225,8 +239,12 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   // The words the launch needs zeroed, side by side so that one memset clears them: the window
   // flag (with a fallback), the split-K tile counters, the fallback's.
   const std::int64_t flag_words = fb != nullptr ? 1 : 0;
-  const std::int64_t counter_words = plan.choice.splits > 1 ? plan.tiles : 0;
-  const std::int64_t fb_counter_words = fb != nullptr && fb->choice.splits > 1 ? fb->tiles : 0;
+  // Split-K through global memory (a workspace of partial sums) counts its tiles' splits.
+  const auto counters = [](const GemmPlan* pl) {
+    return pl != nullptr && pl->workspace_floats > 0 ? pl->tiles : std::int64_t{0};
+  };
+  const std::int64_t counter_words = counters(&plan);
+  const std::int64_t fb_counter_words = counters(fb);
   const std::int64_t zero_words = flag_words + counter_words + fb_counter_words;
   const std::int64_t zero_offset = reserve(zero_words * 4);
   const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
@@ -245,7 +263,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
           "cuMemsetD32Async (window flag, split-K counters)");
   const auto split_scratch = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
                                  std::int64_t first_word) {
-    if (pl.choice.splits <= 1) return;
+    if (pl.workspace_floats == 0) return;  // unsplit, or split-K in clusters
     p.workspace = scratch.at<float>(ws);
     p.counters = scratch.at<int>(zero_offset + 4 * first_word);
   };

@@ -79,6 +79,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.period = v;
     } else if (key == "cm" && !sm100) {
       c.sm90.cluster_m = v;
+    } else if (key == "cs" && !sm100) {
+      c.sm90.cluster_split = v != 0;
     } else if (key == "il" && !sm100) {
       c.sm90.nv_interleave = v != 0;
     } else if (key == "sk" && !sm100) {
@@ -103,9 +105,13 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   if (c.sm90.cluster_m > 1 && c.splits > 1)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': clusters (cm={}) take no split-K (sk=1)",
          text, c.sm90.cluster_m);
+  if (c.sm90.cluster_split && (c.splits < 2 || c.splits > codegen::kMaxClusterSplits))
+    fail(ErrorKind::invalid_argument,
+         "GEMM choice '{}': split-K in clusters (cs=1) takes 2..{} splits (one CTA each), not {}",
+         text, codegen::kMaxClusterSplits, c.splits);
   if (c.sm90.swap)
-    c.grid = static_cast<int>(std::min<std::int64_t>(
-        codegen::sm90_swap_tiles(m, spec.n, c.sm90.block_n) * c.splits, sm_count));
+    c.grid = codegen::sm90_swap_grid(codegen::sm90_swap_tiles(m, spec.n, c.sm90.block_n), c.splits,
+                                     c.sm90.cluster_split, sm_count);
   else
     c.grid = gemm_grid(spec, m, c.sm90.block_n, c.splits, sm_count, c.sm90.cluster_m);
   return c;
@@ -198,7 +204,8 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   p.a_box_rows = p.block_m;
   p.b_box_rows = p.block_n / p.cluster_m;
   p.tiles = ((shape.m + p.block_m - 1) / p.block_m) * ((shape.n + p.block_n - 1) / p.block_n);
-  if (p.choice.splits > 1) p.workspace_floats = p.tiles * p.choice.splits * p.block_m * p.block_n;
+  if (p.choice.splits > 1 && !p.choice.sm90.cluster_split)
+    p.workspace_floats = p.tiles * p.choice.splits * p.block_m * p.block_n;
   return p;
 }
 

@@ -77,6 +77,18 @@ inline CUlaunchConfig dependent_launch_config(int grid, int block, int smem, CUs
   return config;
 }
 
+// ... both: a programmatic dependent launched in clusters of `cluster` CTAs along x (attrs[0] the
+// dependency, attrs[1] the cluster dimension).
+inline CUlaunchConfig dependent_cluster_launch_config(int grid, int block, int smem,
+                                                      CUstream stream, int cluster,
+                                                      CUlaunchAttribute (&attrs)[2]) {
+  CUlaunchConfig config = dependent_launch_config(grid, block, smem, stream, attrs[0]);
+  cluster_launch_config(grid, block, smem, stream, cluster, attrs[1]);
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  return config;
+}
+
 class ModuleRegistry {
  public:
   // `cache` may be null (no persistent cache); it must outlive the registry.

@@ -10,7 +10,8 @@
 //
 // fake_cuda_calls(name) returns how often `name` was called (nullptr: all entry points together);
 // fake_cuda_name(i) names entry point i (nullptr past the last); fake_cuda_reset() zeroes the
-// counts.
+// counts; fake_cuda_last_launch_ex(grid, cluster, dependent) tells the last cuLaunchKernelEx's
+// grid, cluster size and programmatic dependency.
 #include <cuda.h>
 
 #include <atomic>
@@ -282,7 +283,21 @@ CUresult f_launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, uns
                          unsigned, CUstream, void**, void**) {
   return count(k_launch_kernel);
 }
-CUresult f_launch_kernel_ex(const CUlaunchConfig*, CUfunction, void**, void**) {
+// The last cuLaunchKernelEx's grid, cluster size (1: none) and programmatic dependency (0 / 1).
+std::atomic<int> g_ex_grid{0}, g_ex_cluster{0}, g_ex_dependent{0};
+CUresult f_launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void**, void**) {
+  int cluster = 1, dependent = 0;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      cluster =
+          static_cast<int>(a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z);
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      dependent = a.value.programmaticStreamSerializationAllowed != 0 ? 1 : 0;
+  }
+  g_ex_grid = static_cast<int>(config->gridDimX);
+  g_ex_cluster = cluster;
+  g_ex_dependent = dependent;
   return count(k_launch_kernel_ex);
 }
 CUresult f_occupancy_clusters(int* n, CUfunction, const CUlaunchConfig* config) {
@@ -482,6 +497,14 @@ __attribute__((visibility("default"))) long fake_cuda_calls(const char* name) {
 // The name of entry point i (0 <= i < its count), else nullptr: for listing the counts.
 __attribute__((visibility("default"))) const char* fake_cuda_name(int i) {
   return i >= 0 && i < k_count ? kNames[i] : nullptr;
+}
+
+// The last cuLaunchKernelEx: its grid (x), cluster size and programmatic dependency.
+__attribute__((visibility("default"))) void fake_cuda_last_launch_ex(int* grid, int* cluster,
+                                                                     int* dependent) {
+  *grid = g_ex_grid.load();
+  *cluster = g_ex_cluster.load();
+  *dependent = g_ex_dependent.load();
 }
 
 __attribute__((visibility("default"))) void fake_cuda_reset() {

@@ -20,6 +20,7 @@ namespace {
 
 using CountFn = long (*)(const char*);
 using ResetFn = void (*)();
+using LastLaunchFn = void (*)(int*, int*, int*);
 
 class FakeDriverTest : public test_util::TempDirTest {
  protected:
@@ -32,7 +33,8 @@ class FakeDriverTest : public test_util::TempDirTest {
     ASSERT_NE(lib, nullptr);
     calls_ = reinterpret_cast<CountFn>(dlsym(lib, "fake_cuda_calls"));
     reset_ = reinterpret_cast<ResetFn>(dlsym(lib, "fake_cuda_reset"));
-    if (calls_ == nullptr || reset_ == nullptr)
+    last_launch_ = reinterpret_cast<LastLaunchFn>(dlsym(lib, "fake_cuda_last_launch_ex"));
+    if (calls_ == nullptr || reset_ == nullptr || last_launch_ == nullptr)
       GTEST_SKIP() << "the loaded libcuda.so.1 is a real driver, not the stand-in";
     EngineOptions o;
     o.backend = BackendKind::cuda;
@@ -52,8 +54,19 @@ class FakeDriverTest : public test_util::TempDirTest {
     return calls("cuPointerGetAttribute") + calls("cuPointerGetAttributes");
   }
 
+  // The last cuLaunchKernelEx's grid, cluster size and programmatic dependency.
+  struct LaunchEx {
+    int grid = 0, cluster = 0, dependent = 0;
+  };
+  LaunchEx last_launch_ex() const {
+    LaunchEx l;
+    last_launch_(&l.grid, &l.cluster, &l.dependent);
+    return l;
+  }
+
   CountFn calls_ = nullptr;
   ResetFn reset_ = nullptr;
+  LastLaunchFn last_launch_ = nullptr;
   std::unique_ptr<Engine> engine_;
 };
 
@@ -211,9 +224,10 @@ TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   }
 }
 
-// A swapped GEMM with split-K and a split fallback: the window flag and both kernels' tile
-// counters are cleared by one memset; A's expansion (with B's check), the swapped kernel and the
-// fused fallback are the three launches, the swapped one with programmatic dependent launch.
+// A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and a fused
+// fallback: the window flag and whatever tile counters the launch uses are cleared by one memset;
+// A's expansion (with B's check), the swapped kernel and the fused fallback are the three launches,
+// the swapped one with programmatic dependent launch.
 TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
@@ -227,19 +241,29 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   EXPECT_EQ(calls("cuLaunchKernel"), 2);
 }
 
-// The nv path's swapped GEMM needs no window flag and no fallback: unsplit (11008 columns: 86
-// tiles of 128 x 128) it clears nothing and launches A's expansion and the swapped kernel (as its
-// programmatic dependent); split (4096 columns) one memset clears the tile counters.
+// The nv path's swapped GEMM needs no window flag and no fallback: it launches A's expansion and
+// the swapped kernel (as its programmatic dependent). Unsplit (11008 columns: 86 tiles of
+// 128 x 128) or split in two in clusters (4096 columns: 64 tiles of 64 x 128, clusters of 2) it
+// clears nothing; split in four through global memory (64 rows: 32 tiles) one memset clears the
+// tile counters.
 TEST_F(FakeDriverTest, SwappedNvGemmLaunchesExpansionAndKernelOnly) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("nvfp4");
-  for (const auto& [s, memsets] :
-       {std::pair{GemmShape{128, 11008, 4096}, 0}, std::pair{GemmShape{128, 4096, 4096}, 1}}) {
-    const FpropOperands ops(*engine_, r, s);
-    counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
-    EXPECT_EQ(calls("cuMemsetD32Async"), memsets) << gemm_shape_text(s);
-    EXPECT_EQ(calls("cuLaunchKernelEx"), 1) << gemm_shape_text(s);
-    EXPECT_EQ(calls("cuLaunchKernel"), 1) << gemm_shape_text(s);
+  struct Case {
+    GemmShape s;
+    int memsets, grid, cluster;
+  };
+  for (const Case& c : {Case{{128, 11008, 4096}, 0, 86, 1}, Case{{128, 4096, 4096}, 0, 128, 2},
+                        Case{{64, 4096, 4096}, 1, 128, 1}}) {
+    const FpropOperands ops(*engine_, r, c.s);
+    counted_gemms(r, c.s, ops.a, ops.b, ops.y, 1);
+    EXPECT_EQ(calls("cuMemsetD32Async"), c.memsets) << gemm_shape_text(c.s);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 1) << gemm_shape_text(c.s);
+    EXPECT_EQ(calls("cuLaunchKernel"), 1) << gemm_shape_text(c.s);
+    const LaunchEx l = last_launch_ex();
+    EXPECT_EQ(l.grid, c.grid) << gemm_shape_text(c.s);
+    EXPECT_EQ(l.cluster, c.cluster) << gemm_shape_text(c.s);
+    EXPECT_EQ(l.dependent, 1) << gemm_shape_text(c.s);
   }
 }
 

@@ -316,6 +316,14 @@ std::vector<GemmCase> gemm_cases() {
            {"sw=1,bn=64,ps=6,rg=8m,pp=2,sk=3", "sw=1,bn=128,ps=4,rg=8n,pp=1,sk=5"})
         out.push_back({recipe, op.value, {200, 1000, 1440}, choice, false});
       out.push_back({recipe, op.value, {64, 384, 1024}, "swap", true});
+      // Split-K in clusters (cs=1): 3 splits of a ragged K (rows of the pass split 21 / 21 / 22),
+      // 8 splits, and clusters of two walking several tiles each (256 tiles on at most 66
+      // resident clusters: the reduction barriers' phases carry over from tile to tile).
+      for (const auto& [choice, shape] :
+           {std::pair{"sw=1,bn=64,ps=6,rg=8m,pp=2,cs=1,sk=3", GemmShape{200, 1000, 1440}},
+            std::pair{"sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=8", GemmShape{100, 1000, 4096}},
+            std::pair{"sw=1,bn=64,ps=6,rg=8n,pp=1,cs=1,sk=2", GemmShape{256, 8192, 1024}}})
+        out.push_back({recipe, op.value, shape, choice, false});
     }
   return out;
 }
@@ -330,6 +338,40 @@ std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPreset, GpuGemm, testing::ValuesIn(gemm_cases()), case_name);
+
+// Split-K in clusters sums the same partials in the same order as split-K through global memory:
+// the same output, bit for bit, also with the fallback's flag path (mx) and ragged edges.
+TEST(GpuGemmSwap, ClusterSplitKMatchesGlobalSplitKBitForBit) {
+  REQUIRE_GPU();
+  for (const char* recipe : {"mxfp4", "nvfp4", "ue5m3"})
+    for (const GemmShape& sh : {GemmShape{200, 1000, 1440}, GemmShape{128, 4096, 4096}}) {
+      const GemmCase c{recipe, GemmOp::fprop, sh, "", false};
+      CaseData s;
+      ASSERT_EQ(prepare(engine, c, s), "");
+      std::vector<std::vector<float>> outs;
+      for (const char* choice :
+           {"sw=1,bn=128,ps=4,rg=8m,pp=1,sk=4", "sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=4"}) {
+        cuda::DeviceBuffer out(static_cast<std::size_t>(sh.m * sh.n * 4));
+        out.fill(0xFF);
+        {
+          const KernelOverride kernel(choice);
+          engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh,
+                      TensorView{out.get(), DType::f32, sh.m, sh.n, 0});
+        }
+        Gpu::get()->scope.synchronize();
+        outs.emplace_back(static_cast<std::size_t>(sh.m * sh.n));
+        out.download(outs.back().data(), outs.back().size() * 4);
+      }
+      std::int64_t differ = 0, nan = 0;
+      for (std::size_t i = 0; i < outs[0].size(); ++i) {
+        differ += std::memcmp(&outs[0][i], &outs[1][i], 4) != 0 ? 1 : 0;
+        nan += std::isnan(outs[1][i]) ? 1 : 0;
+      }
+      EXPECT_EQ(nan, 0) << recipe << " " << gemm_shape_text(sh) << ": unwritten outputs";
+      EXPECT_EQ(differ, 0) << recipe << " " << gemm_shape_text(sh)
+                           << ": outputs differing from the global split-K's";
+    }
+}
 
 // The epilogue on one small case per kernel path (ms with OCC, mx with split-K, nv, ms_grad):
 // out (row stride N + 5) = alpha * AB^T + bias + beta * out, FP32 and BF16.
@@ -424,6 +466,10 @@ std::vector<GemmCase> epilogue_cases() {
       c.kernel = kernel;
       out.push_back(c);
     }
+  // The swapped kernel's split-K in clusters: its own store path (each CTA of the cluster writes
+  // a slice of the rows; beta * C reads the output it overwrites).
+  out.push_back({"mxfp4", GemmOp::fprop, {256, 384, 512}, "sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=4"});
+  out.push_back({"nvfp4", GemmOp::dgrad, {200, 320, 512}, "sw=1,bn=64,ps=6,rg=8m,pp=1,cs=1,sk=2"});
   return out;
 }
 

@@ -114,19 +114,21 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_GT(plan.a_factor_ld, 0);
   EXPECT_EQ(plan.b_factor_ld, 0);
   EXPECT_EQ(plan.tiles, 64);
-  EXPECT_EQ(plan.workspace_floats, 64 * plan.choice.splits * 64 * 128);
+  EXPECT_EQ(plan.choice.splits, 2);
+  EXPECT_TRUE(plan.choice.sm90.cluster_split);
+  EXPECT_EQ(plan.workspace_floats, 0);  // the splits sum in their cluster's shared memory
   EXPECT_EQ(plan.kernels().size(), 3u);
   ASSERT_EQ(plan.fallback.size(), 1u);
   EXPECT_FALSE(plan.fallback.front().swap);
 }
 
 TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
-  // Tiles of 64 rows of A up to 64 rows, else 128 (nv keeps them where mx halves them), up to
-  // 1024 rows; the kernel with the scale code and B's block rows, A's expansion with period 1
-  // (its segments matter to mx only), no fallback.
+  // As mx: tiles of 64 rows of A up to 64 rows, and up to 128 where 128-row tiles would fill
+  // less than half of the SMs, else 128, up to 1024 rows; the kernel with the scale code and B's
+  // block rows, A's expansion with period 1 (its segments matter to mx only), no fallback.
   swapped_choices(
       {"nvfp4", "ue5m3"},
-      {{1, 64}, {64, 64}, {65, 128}, {128, 128}, {256, 128}, {511, 128}, {1024, 128}},
+      {{1, 64}, {64, 64}, {65, 64}, {128, 64}, {129, 128}, {256, 128}, {511, 128}, {1024, 128}},
       [](const codegen::GemmSpec& spec, const std::vector<KernelSource>& ks) {
         ASSERT_EQ(ks.size(), 2u);
         EXPECT_NE(ks[0].source().find("kKind = g::ScaleKind::nv;"), std::string::npos);
@@ -137,13 +139,18 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
   const Recipe nvfp4 = parse_recipe("nvfp4");
   const codegen::GemmSpec nv =
       codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
-  // 128 x 4096: 32 tiles of 128 x 128, K split in 4 (128 CTAs); split units are segments of 4 K
-  // tiles of 128 elements (8 at K = 4096), not of the other nv kernels' 64.
+  // 128 x 4096: 64 tiles of 64 x 128, K split in 2 (128 CTAs); split units are segments of 4 K
+  // tiles of 128 elements (8 at K = 4096), not of the other nv kernels' 64. 64 rows: 32 tiles,
+  // split in 4.
   const codegen::GemmChoice c = codegen::choose_gemm(nv, 128, 132, "sm_90a");
-  EXPECT_EQ(c.sm90.block_n, 128);
-  EXPECT_EQ(c.splits, 4);
+  EXPECT_EQ(c.sm90.block_n, 64);
+  EXPECT_EQ(c.splits, 2);
   EXPECT_EQ(c.grid, 128);
   EXPECT_EQ(cuda::sm90_split_units(nv, c.sm90), 8);
+  const codegen::GemmChoice c64 = codegen::choose_gemm(nv, 64, 132, "sm_90a");
+  EXPECT_EQ(c64.sm90.block_n, 64);
+  EXPECT_EQ(c64.splits, 4);
+  EXPECT_EQ(c64.grid, 128);
   EXPECT_NO_THROW(
       cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=8", nv, 128, 132, "sm_90a"));
   EXPECT_THROW(cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=9", nv, 128, 132, "sm_90a"),
@@ -156,7 +163,7 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
   // The plan: A expanded to 16 bits (8192-byte rows, two 128-byte boxes per K tile), B packed
   // (64-byte rows, 64-byte swizzle), no factors, no fallback, no flag.
   const cuda::GemmPlan plan =
-      cuda::plan_gemm(nvfp4, GemmOp::fprop, {100, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+      cuda::plan_gemm(nvfp4, GemmOp::fprop, {200, 4096, 4096}, DType::bf16, {"sm_90a", 132});
   EXPECT_TRUE(plan.swap && plan.staged);
   EXPECT_EQ(plan.block_m, 128);
   EXPECT_EQ(plan.a_box_bytes, 128);
@@ -170,6 +177,81 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
   EXPECT_EQ(plan.b_factor_ld, 0);
   EXPECT_TRUE(plan.fallback.empty());
   EXPECT_EQ(plan.kernels().size(), 2u);
+}
+
+TEST(GemmStubs, SwappedKernelSplitsKInClusters) {
+  const Recipe nvfp4 = parse_recipe("nvfp4");
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  // The heuristic's two splits run as clusters of two, one CTA per split: 64 tiles x 2 splits at
+  // 128 x 4096; its four at 64 rows (32 tiles) stay global (clusters of 4 may not all fit).
+  const codegen::GemmChoice c = codegen::choose_gemm(nv, 128, 132, "sm_90a");
+  ASSERT_TRUE(c.sm90.swap);
+  EXPECT_TRUE(c.sm90.cluster_split);
+  EXPECT_EQ(c.splits, 2);
+  EXPECT_EQ(c.grid, 128);
+  EXPECT_FALSE(codegen::choose_gemm(nv, 64, 132, "sm_90a").sm90.cluster_split);
+  const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+  EXPECT_EQ(text, "sw=1,bn=64,ps=6,rg=8m,pp=4,cs=1,sk=2");
+  EXPECT_EQ(cuda::gemm_choice_text(cuda::parse_gemm_choice(text, nv, 128, 132, "sm_90a"), "sm_90a"),
+            text);
+  const std::vector<KernelSource> ks = codegen::gemm_kernels(nv, c, 128, 132, "sm_90a");
+  EXPECT_NE(ks[0].source().find("kSplitCluster = true;"), std::string::npos) << ks[0].source();
+  EXPECT_EQ(
+      codegen::gemm_kernels(
+          nv, cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=4", nv, 128, 132, "sm_90a"),
+          128, 132, "sm_90a")[0]
+          .source()
+          .find("kSplitCluster = true;"),
+      std::string::npos);
+  // Its plan: no workspace of partial sums (so no counters to clear).
+  const cuda::GemmPlan plan =
+      cuda::plan_gemm(nvfp4, GemmOp::fprop, {128, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  EXPECT_TRUE(plan.choice.sm90.cluster_split);
+  EXPECT_EQ(plan.workspace_floats, 0);
+  const cuda::GemmPlan global = [&] {
+    const codegen::GemmChoice g =
+        cuda::parse_gemm_choice("sw=1,bn=128,ps=4,rg=8m,pp=4,sk=4", nv, 128, 132, "sm_90a");
+    return cuda::plan_gemm(nvfp4, GemmOp::fprop, {128, 4096, 4096}, DType::bf16, {"sm_90a", 132},
+                           &g);
+  }();
+  EXPECT_EQ(global.workspace_floats, 32 * 4 * 128 * 128);
+  // Up to 8 splits as a choice (the tuner's): clusters of 8 on 8 tiles.
+  const codegen::GemmChoice eight = cuda::parse_gemm_choice(
+      "sw=1,bn=128,ps=4,rg=8m,pp=4,cs=1,sk=8",
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 1024, 8192, DType::bf16, "sm_90a"), 128, 132,
+      "sm_90a");
+  EXPECT_EQ(eight.grid, 64);
+  // Whole clusters, at most one per tile: 256 tiles of 64 rows of A x 2 splits on 132 SMs.
+  const codegen::GemmChoice many = cuda::parse_gemm_choice(
+      "sw=1,bn=64,ps=6,rg=8n,pp=1,cs=1,sk=2",
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 8192, 1024, DType::bf16, "sm_90a"), 256, 132,
+      "sm_90a");
+  EXPECT_EQ(many.grid, 132);
+  EXPECT_EQ(codegen::sm90_swap_grid(3, 8, true, 132), 24);
+  EXPECT_EQ(codegen::sm90_swap_grid(40, 4, true, 130), 128);
+  EXPECT_EQ(codegen::sm90_swap_grid(40, 4, false, 130), 130);
+  // Many splits (8 tiles at 64 x 1024) stay on the global hand-off.
+  const codegen::GemmChoice narrow = codegen::choose_gemm(
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 1024, 8192, DType::bf16, "sm_90a"), 64, 132,
+      "sm_90a");
+  EXPECT_EQ(narrow.splits, 16);
+  EXPECT_FALSE(narrow.sm90.cluster_split);
+  // Rejected by name: one split, more than a cluster's 8, outside the swapped kernel.
+  const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
+                          const std::string& what) {
+    try {
+      cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
+      ADD_FAILURE() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const codegen::GemmSpec deep =
+      codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 16384, DType::bf16, "sm_90a");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=4,cs=1,sk=1", nv, "takes 2..8 splits");
+  rejects("sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=12", deep, "takes 2..8 splits");
+  rejects("sg=1,bn=256,ps=4,rg=8m,cs=1,sk=1", nv, "applies to the swapped kernel (sw=1) only");
 }
 
 }  // namespace

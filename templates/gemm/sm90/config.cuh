@@ -62,6 +62,9 @@ struct GemmConfigBase {
   static constexpr int kTransformRegs = 104, kConsumerRegs = 200;
   // nv: expand both B rows of a thread interleaved (more independent work per instruction stream).
   static constexpr bool kNvInterleave = false;
+  // Swapped kernel: split-K across the CTAs of a cluster (one per split, launched in clusters of
+  // GemmParams::splits), partial sums summed through distributed shared memory (swap.cuh).
+  static constexpr bool kSplitCluster = false;
   // Measurement only (wrong results): 1 skips the B expansion, 2 the A expansion, 4 the wgmmas.
   static constexpr int kAblate = 0;
   // Problem sizes fixed at compile time (0: taken from GemmParams at run time). The runtime keys

@@ -150,6 +150,41 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, uns
       : "memory");
 }
 
+// The address of this CTA's shared location `addr` in cluster CTA `rank` (shared::cluster window).
+__device__ __forceinline__ unsigned cluster_map(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// One arrival on the mbarrier at bar's offset in cluster CTA `rank`, releasing at cluster scope:
+// what this thread (and, through a barrier before it, its CTA) wrote or read is ordered before
+// what the peer does after its acquiring wait (mbar_wait_cluster).
+__device__ __forceinline__ void mbar_arrive_release_cluster(unsigned long long* bar,
+                                                            unsigned rank) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+                   cluster_map(smem_u32(bar), rank))
+               : "memory");
+}
+// mbar_wait, acquiring at cluster scope (the arrivals came from other CTAs of the cluster).
+__device__ __forceinline__ void mbar_wait_cluster(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+// 16 bytes at a shared::cluster address (cluster_map).
+__device__ __forceinline__ float4 ld_cluster_f4(unsigned addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // ---- registers, barriers, reductions ---------------------------------------------------------
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {

@@ -91,7 +91,8 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, in
   g.barrier_offset = g.epi_offset + g.epi_bytes;
   g.table_offset = g.barrier_offset + 2 * stages * 8;
   g.scratch_offset = g.table_offset + g.table_bytes;
-  g.smem_bytes = g.scratch_offset + 16 + 1024;
+  // Scratch: the split-K flag (4 bytes, 8 with padding), the cluster reduction's two mbarriers.
+  g.smem_bytes = g.scratch_offset + 24 + 1024;
   g.threads = 384;
   g.tile_bytes = static_cast<unsigned>(g.stage_bytes);
   g.tma_bytes = g.tile_bytes + static_cast<unsigned>(g.x_factor_bytes);

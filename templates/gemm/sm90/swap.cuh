@@ -28,7 +28,10 @@
 //           (K = 32) into a segment accumulator, promoted into FP32 with a_factor[token] *
 //           b_factor[row] after the segment's last K tile; nv 8 HGMMA (K = 16) straight into the
 //           FP32 accumulator (E2M1 x scale is exact in the 16-bit type, as in the fused kernel).
-//           Split-K and the epilogue write D[token, row].
+//           Split-K and the epilogue write D[token, row]. Split-K hands the partial sums over
+//           through global memory (a workspace, a counter per tile, the last CTA sums), or with
+//           Cfg::kSplitCluster within a cluster of one CTA per split, through distributed shared
+//           memory (swap_cluster_store): no workspace, no counters, no GPU-scope fence.
 // Exactness (mx): every shift lies in [0, 14] when the expansion pass's check of B's scales (per
 // row and segment, all codes within 14 binades of the largest) passed; otherwise it sets the
 // window flag before this kernel starts, this kernel returns at once and the fused kernel launched
@@ -131,6 +134,14 @@ struct SwapSmem : AlignedSmem {
   __device__ __forceinline__ unsigned long long* empty(int s) const { return full(T::kStages + s); }
   __device__ __forceinline__ unsigned* split_flag() const {
     return reinterpret_cast<unsigned*>(base + T::G.scratch_offset);
+  }
+  // The cluster reduction's barriers: every CTA's partial rows of a pass are in its epilogue tile
+  // (ready), every CTA has read this CTA's tile of the pass (free).
+  __device__ __forceinline__ unsigned long long* red_ready() const {
+    return reinterpret_cast<unsigned long long*>(base + T::G.scratch_offset + 8);
+  }
+  __device__ __forceinline__ unsigned long long* red_free() const {
+    return reinterpret_cast<unsigned long long*>(base + T::G.scratch_offset + 16);
   }
 };
 
@@ -264,6 +275,117 @@ __device__ __forceinline__ void swap_write_nv(const Smem& sm, Ring& pos,
   });
 }
 
+// Epilogue helpers. The fragment (element j = v0 + 2 v1 + 4 v2 is B row g + 8 v1, D's column n,
+// and A row 8 v2 + 2 tig + v0, D's row m) goes to a [64][128 + 4] FP32 tile at epi (conflict-free)
+// one pass of 64 rows of A (D's rows) at a time; then the tile's rows are written out whole.
+template <class T>
+__device__ __forceinline__ void swap_stage_pass(unsigned epi, const ConsumerRows& rw,
+                                                const float (&acc)[T::kAccum], int h) {
+#pragma unroll
+  for (int v2 = 8 * h; v2 < 8 * h + 8; ++v2)
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1)
+#pragma unroll
+      for (int v0 = 0; v0 < 2; ++v0) {
+        const int ml = 8 * (v2 - 8 * h) + 2 * rw.tig + v0;
+        sts32(epi + 4 * (ml * T::kEpiLd + (v1 ? rw.r1 : rw.r0)),
+              __float_as_uint(acc[4 * v2 + 2 * v1 + v0]));
+      }
+}
+
+// D[m, n .. n + 3] from the sums x (columns from N on dropped): times base, plus the bias and
+// beta * C; vec4: D's rows allow whole 4-element stores.
+template <class Cfg>
+__device__ __forceinline__ void swap_store4(const GemmParams& p, int m, int n, float (&x)[4],
+                                            float base, bool vec4) {
+  const int cols = min(p.N - n, 4);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    x[i] *= base;
+    if (i < cols) {
+      if (p.bias != nullptr) x[i] += gemm::load_bias(p.bias, p.bias_type, n + i);
+      if (p.c != nullptr && p.beta != 0.0f)
+        x[i] =
+            fmaf(p.beta, load_out<Cfg::kOut>(p.c, static_cast<long long>(m) * p.ldc + n + i), x[i]);
+    }
+  }
+  const long long at = static_cast<long long>(m) * p.ldd + n;
+  if (cols == 4 && vec4) {
+    gemm::store_pair<Cfg::kOut>(p.d, at, x[0], x[1], true, true);
+    gemm::store_pair<Cfg::kOut>(p.d, at + 2, x[2], x[3], true, true);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (i < cols) gemm::store_one<Cfg::kOut>(p.d, at + i, x[i]);
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ bool swap_vec4(const GemmParams& p) {
+  return p.ldd % 4 == 0 &&
+         reinterpret_cast<unsigned long long>(p.d) % (Cfg::kOut == OutType::f32 ? 16 : 8) == 0;
+}
+
+// Split-K in a cluster (Cfg::kSplitCluster): the p.splits CTAs of a cluster (2..8) share a tile,
+// CTA rank r its K split r. Per pass of 64 rows of A each CTA stages its partial sums in its own
+// epilogue tile, and CTA r sums rows [64 r / S, 64 (r + 1) / S) of the pass over the cluster's
+// tiles through distributed shared memory (in rank order from 0.0f, as splitk_reduce adds the
+// global partials: the same bits). No global workspace, counters or atomics. The cluster-scope
+// releases of the barrier arrivals wait for the thread's outstanding memory operations, so every
+// pass is summed into registers first and D is written after the last one. `passes` counts the
+// reduction passes so far (the barriers' phases); a pass waits until every CTA has read this
+// CTA's tile of the pass before.
+template <class Cfg, class T, class Smem>
+__device__ __forceinline__ void swap_cluster_store(const GemmParams& p, const WorkUnit& w,
+                                                   const ConsumerRows& rw,
+                                                   const float (&acc)[T::kAccum], const Smem& sm,
+                                                   unsigned& passes) {
+  constexpr int kPasses = T::BLOCK_T / 64;
+  constexpr int kItems = 4;  // (rows, 4 columns) per thread and pass: 32 x 32 / 256 for S >= 2
+  const int ctid = static_cast<int>(threadIdx.x) - 128;
+  const int splits = p.splits;
+  const int rank = static_cast<int>(cluster_ctarank());
+  const int lo = 64 * rank / splits, items = (64 * (rank + 1) / splits - lo) * 32;
+  const unsigned epi = sm.epi();
+  float x[kPasses][kItems][4];
+#pragma unroll
+  for (int h = 0; h < kPasses; ++h) {
+    if (passes > 0) mbar_wait_cluster(sm.red_free(), (passes - 1) & 1u);
+    swap_stage_pass<T>(epi, rw, acc, h);
+    named_barrier_sync(3, T::kConsumers);  // the CTA's partial rows are written
+    if (ctid < splits) mbar_arrive_release_cluster(sm.red_ready(), static_cast<unsigned>(ctid));
+    mbar_wait_cluster(sm.red_ready(), passes & 1u);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int e = ctid + T::kConsumers * i;
+      x[h][i][0] = x[h][i][1] = x[h][i][2] = x[h][i][3] = 0.0f;
+      if (e >= items) continue;
+      const unsigned at = epi + 4 * ((lo + (e >> 5)) * T::kEpiLd + (e & 31) * 4);
+#pragma unroll 1
+      for (int s = 0; s < splits; ++s) {
+        const float4 v = ld_cluster_f4(cluster_map(at, static_cast<unsigned>(s)));
+        x[h][i][0] += v.x;
+        x[h][i][1] += v.y;
+        x[h][i][2] += v.z;
+        x[h][i][3] += v.w;
+      }
+    }
+    named_barrier_sync(3, T::kConsumers);  // the CTA's reads of the pass are done
+    if (ctid < splits) mbar_arrive_release_cluster(sm.red_free(), static_cast<unsigned>(ctid));
+    ++passes;
+  }
+  const float base = epilogue_base<T::kKind>(p);
+  const bool vec4 = swap_vec4<Cfg>(p);
+#pragma unroll
+  for (int h = 0; h < kPasses; ++h)
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int e = ctid + T::kConsumers * i;
+      const int m = w.m0 + 64 * h + lo + (e >> 5), n = w.n0 + (e & 31) * 4;
+      if (e < items && m < p.M && n < p.N) swap_store4<Cfg>(p, m, n, x[h][i], base, vec4);
+    }
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     gemm_swap_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
@@ -278,6 +400,11 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     for (int s = 0; s < T::kStages; ++s) {
       mbar_init(sm.full(s), 1 + T::kScaleWarps);  // the TMA issuer's expect_tx, the scale warps
       mbar_init(sm.empty(s), 8);                  // one arrival per consumer warp
+    }
+    if constexpr (Cfg::kSplitCluster) {            // one arrival per CTA of the cluster
+      if (p.splits < 2 || p.splits > 8) __trap();  // the host launches clusters of 2..8 splits
+      mbar_init(sm.red_ready(), static_cast<unsigned>(p.splits));
+      mbar_init(sm.red_free(), static_cast<unsigned>(p.splits));
     }
     fence_barrier_init();
     tma_prefetch_desc(&tma_a);
@@ -295,6 +422,8 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     sm.table_ptr()[tid] = h | (h << 16);
   }
   __syncthreads();
+  // The peers' reduction barriers are initialized before any CTA of the cluster arrives on them.
+  if constexpr (Cfg::kSplitCluster) cluster_sync();
 
   // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
   using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
@@ -434,6 +563,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
                                        sm.x_factor(s), rw.tig, acc);
   };
 
+  unsigned passes = 0;  // cluster reduction passes (Cfg::kSplitCluster)
   for (int u = first; u < sched.units; u += stride) {
     WorkUnit w = sched.unit(u);
     k_range(w);
@@ -479,31 +609,22 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       if (step(fa, fb)) break;
       if (step(fb, fa)) break;
     }
+    if constexpr (Cfg::kSplitCluster) {
+      swap_cluster_store<Cfg, T>(p, w, rw, acc, sm, passes);
+      continue;
+    }
     if (!splitk_reduce<T>(p, w, sm.split_flag(), acc)) continue;
 
-    // Epilogue through shared memory, 64 rows of A (D's rows) per pass: the fragment (element
-    // j = v0 + 2 v1 + 4 v2 is B row g + 8 v1, D's column n, and A row 8 v2 + 2 tig + v0, D's row
-    // m) goes to a [64][128 + 4] FP32 tile (conflict-free), then each warp writes whole 512-byte
-    // rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the instruction
-    // cache, and the fragment-order version (64 scattered stores) was 2x the code.
+    // Epilogue through shared memory, 64 rows of A (D's rows) per pass; each warp writes whole
+    // 512-byte rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the
+    // instruction cache, and the fragment-order version (64 scattered stores) was 2x the code.
     const float base = epilogue_base<T::kKind>(p);
     const unsigned epi = sm.epi();
-    const bool vec4 =
-        p.ldd % 4 == 0 &&
-        reinterpret_cast<unsigned long long>(p.d) % (Cfg::kOut == OutType::f32 ? 16 : 8) == 0;
+    const bool vec4 = swap_vec4<Cfg>(p);
 #pragma unroll
     for (int h = 0; h < T::BLOCK_T / 64; ++h) {
       named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
-#pragma unroll
-      for (int v2 = 8 * h; v2 < 8 * h + 8; ++v2)
-#pragma unroll
-        for (int v1 = 0; v1 < 2; ++v1)
-#pragma unroll
-          for (int v0 = 0; v0 < 2; ++v0) {
-            const int ml = 8 * (v2 - 8 * h) + 2 * rw.tig + v0;
-            sts32(epi + 4 * (ml * T::kEpiLd + (v1 ? rw.r1 : rw.r0)),
-                  __float_as_uint(acc[4 * v2 + 2 * v1 + v0]));
-          }
+      swap_stage_pass<T>(epi, rw, acc, h);
       named_barrier_sync(3, T::kConsumers);
 #pragma unroll 1
       for (int e = ctid; e < 64 * 32; e += T::kConsumers) {
@@ -514,30 +635,14 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
         lds128(epi + 4 * (ml * T::kEpiLd + nl), reinterpret_cast<unsigned&>(x[0]),
                reinterpret_cast<unsigned&>(x[1]), reinterpret_cast<unsigned&>(x[2]),
                reinterpret_cast<unsigned&>(x[3]));
-        const int cols = min(p.N - n, 4);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          x[i] *= base;
-          if (i < cols) {
-            if (p.bias != nullptr) x[i] += gemm::load_bias(p.bias, p.bias_type, n + i);
-            if (p.c != nullptr && p.beta != 0.0f)
-              x[i] =
-                  fmaf(p.beta, load_out<Cfg::kOut>(p.c, static_cast<long long>(m) * p.ldc + n + i),
-                       x[i]);
-          }
-        }
-        const long long at = static_cast<long long>(m) * p.ldd + n;
-        if (cols == 4 && vec4) {
-          gemm::store_pair<Cfg::kOut>(p.d, at, x[0], x[1], true, true);
-          gemm::store_pair<Cfg::kOut>(p.d, at + 2, x[2], x[3], true, true);
-        } else {
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            if (i < cols) gemm::store_one<Cfg::kOut>(p.d, at + i, x[i]);
-        }
+        swap_store4<Cfg>(p, m, n, x, base, vec4);
       }
     }
   }
+  // Peers read this CTA's epilogue tile until they arrive on its free barrier for the last pass;
+  // its shared memory must outlive that.
+  if constexpr (Cfg::kSplitCluster)
+    if (passes > 0) mbar_wait_cluster(sm.red_free(), (passes - 1) & 1u);
 #endif
 }
 
