@@ -52,6 +52,16 @@ void swapped_choices(std::initializer_list<const char*> presets,
   }
 }
 
+// The tuner's parser refuses `text` for 128 rows of `spec` with an error naming `what`.
+void rejects(const std::string& text, const codegen::GemmSpec& spec, const std::string& what) {
+  try {
+    cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
+    ADD_FAILURE() << text << " accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
 TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   // Below kStagedMinRows: 64-row tiles of A up to 64 rows, else 128, except where 128-row tiles
   // would fill less than half of the SMs (N = 4096: 32 tiles) up to 128 rows. A's expansion in
@@ -79,15 +89,6 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_EQ(wide.splits, 1);
   EXPECT_EQ(wide.grid, 86);
   // Other paths cannot take it; its fields are checked by name.
-  const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
-                          const std::string& what) {
-    try {
-      cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
-      ADD_FAILURE() << text << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
   const codegen::GemmSpec ms =
       codegen::gemm_spec(parse_recipe("msfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
   rejects("sw=1,bn=128,ps=7,rg=8m,pp=1,sk=1", ms, "mx and nv operands only");
@@ -238,15 +239,6 @@ TEST(GemmStubs, SwappedKernelSplitsKInClusters) {
   EXPECT_EQ(narrow.splits, 16);
   EXPECT_FALSE(narrow.sm90.cluster_split);
   // Rejected by name: one split, more than a cluster's 8, outside the swapped kernel.
-  const auto rejects = [](const std::string& text, const codegen::GemmSpec& spec,
-                          const std::string& what) {
-    try {
-      cuda::parse_gemm_choice(text, spec, 128, 132, "sm_90a");
-      ADD_FAILURE() << text << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
   const codegen::GemmSpec deep =
       codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 16384, DType::bf16, "sm_90a");
   rejects("sw=1,bn=128,ps=4,rg=8m,pp=4,cs=1,sk=1", nv, "takes 2..8 splits");

@@ -57,14 +57,18 @@ __device__ __forceinline__ bool mbar_test(unsigned long long* bar, unsigned pari
       : "memory");
   return ok != 0;
 }
+// Spins until the phase with the given parity has completed, acquiring at `scope` (cta, cluster).
+#define FP4JIT_MBAR_WAIT(scope, bar, parity)        \
+  asm volatile(                                     \
+      "{\n.reg .pred p;\n"                          \
+      "WAIT_%=:\n"                                  \
+      "mbarrier.try_wait.parity.acquire." scope     \
+      ".shared::cta.b64 p, [%0], %1;\n"             \
+      "@!p bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)), \
+      "r"(parity)                                   \
+      : "memory")
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
+  FP4JIT_MBAR_WAIT("cta", bar, parity);
 }
 
 // ---- TMA --------------------------------------------------------------------------------------
@@ -167,13 +171,7 @@ __device__ __forceinline__ void mbar_arrive_release_cluster(unsigned long long* 
 }
 // mbar_wait, acquiring at cluster scope (the arrivals came from other CTAs of the cluster).
 __device__ __forceinline__ void mbar_wait_cluster(unsigned long long* bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
+  FP4JIT_MBAR_WAIT("cluster", bar, parity);
 }
 // 16 bytes at a shared::cluster address (cluster_map).
 __device__ __forceinline__ float4 ld_cluster_f4(unsigned addr) {
