@@ -25,7 +25,7 @@ struct GemmPlan {
   int cluster_m = 1;  // CTAs per cluster along M (staged; launched with a cluster dimension)
   std::int64_t a_row_bytes = 0, b_row_bytes = 0;  // bytes of codes per operand row (TMA row pitch)
   std::int64_t tiles = 0;                         // output tiles
-  std::int64_t workspace_floats = 0;              // split-K partial sums (0 without split-K)
+  std::int64_t workspace_floats = 0;  // split-K partial sums (0: unsplit, or split in clusters)
   // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
   // pitch above is the same), the promotion period, the factor arrays (factor_rows segments of
   // a_factor_ld / b_factor_ld floats; ld 0: none), and the fused plan that runs instead when an

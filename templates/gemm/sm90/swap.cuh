@@ -31,7 +31,7 @@
 //           Split-K and the epilogue write D[token, row]. Split-K hands the partial sums over
 //           through global memory (a workspace, a counter per tile, the last CTA sums), or with
 //           Cfg::kSplitCluster within a cluster of one CTA per split, through distributed shared
-//           memory (swap_cluster_store): no workspace, no counters, no GPU-scope fence.
+//           memory (swap_cluster_store): no workspace, no counters, no atomics.
 // Exactness (mx): every shift lies in [0, 14] when the expansion pass's check of B's scales (per
 // row and segment, all codes within 14 binades of the largest) passed; otherwise it sets the
 // window flag before this kernel starts, this kernel returns at once and the fused kernel launched
