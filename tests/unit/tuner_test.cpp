@@ -347,13 +347,21 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
       codegen::gemm_spec(parse_recipe("mxfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
   const auto small = cuda_gemm_space(mx, 64, 132, "sm_90a", nullptr);
   EXPECT_TRUE(small.front().choice.sm90.swap);
-  std::set<std::pair<int, int>> swaps;  // (rows of A per tile, splits)
+  std::set<std::pair<int, int>> swaps, clusters;  // (rows of A per tile, splits)
   for (const auto& c : small) {
     EXPECT_NO_THROW(c.choice.sm90.validate(mx)) << c.candidate.config;
     if (c.choice.sm90.swap) swaps.insert({c.choice.sm90.block_n, c.choice.splits});
+    if (c.choice.sm90.cluster_split) {
+      clusters.insert({c.choice.sm90.block_n, c.choice.splits});
+      EXPECT_TRUE(c.choice.splits >= 2 && c.choice.splits <= codegen::kMaxClusterSplits)
+          << c.candidate.config;
+      EXPECT_EQ(c.choice.grid % c.choice.splits, 0) << c.candidate.config;  // whole clusters
+    }
   }
   EXPECT_GE(swaps.size(), 6u);
   EXPECT_TRUE(swaps.count({128, 1}) == 1 && swaps.count({64, 4}) == 1);
+  // Split-K in clusters next to the global hand-off: 2, 3, 4, 6 and 8 splits of 64-row tiles.
+  for (int splits : {2, 3, 4, 6, 8}) EXPECT_EQ(clusters.count({64, splits}), 1u) << splits;
   EXPECT_TRUE(
       std::any_of(small.begin(), small.end(), [](const auto& c) { return !c.choice.sm90.swap; }));
   EXPECT_THROW(
