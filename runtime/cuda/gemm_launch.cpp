@@ -171,45 +171,30 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
                               plan.b_box_rows, plan.b_swizzle);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
   void* params[] = {&ta, &tb, &p};
-  if (plan.swap) {
-    // Starts while A's expansion finishes; the kernel waits for it before reading its output.
-    if (!plan.choice.sm90.cluster_split) {
-      CUlaunchAttribute attr;
-      const CUlaunchConfig config =
-          dependent_launch_config(plan.choice.grid, plan.threads, plan.smem_bytes, s, attr);
-      check(d_.launch_kernel_ex(&config, fn, params, nullptr),
-            "cuLaunchKernelEx (GEMM, programmatic dependent launch)");
-      return;
-    }
-    // Split-K in clusters of one CTA per split, persistent over tiles: as many whole clusters as
-    // can be resident at once.
-    const int splits = plan.choice.splits;
-    const int resident =
-        modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, splits);
-    const int grid = std::min(plan.choice.grid, resident * splits);
-    CUlaunchAttribute attrs[2];
-    const CUlaunchConfig config =
-        dependent_cluster_launch_config(grid, plan.threads, plan.smem_bytes, s, splits, attrs);
-    check(d_.launch_kernel_ex(&config, fn, params, nullptr),
-          "cuLaunchKernelEx (GEMM, split-K clusters, programmatic dependent launch)");
+  // Clusters along x (GemmPlan::launch_cluster): the persistent grid is as many whole clusters as
+  // can be resident at once (a GPC may hold fewer of them than its SMs / cluster).
+  const int cluster = plan.launch_cluster();
+  int grid = plan.choice.grid;
+  if (cluster > 1)
+    grid = std::min(
+        grid, modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, cluster) *
+                  cluster);
+  if (!plan.swap && cluster == 1) {
+    check(
+        d_.launch_kernel(fn, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(plan.threads),
+                         1, 1, static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
+        "cuLaunchKernel (GEMM)");
     return;
   }
-  if (plan.cluster_m <= 1) {
-    check(d_.launch_kernel(fn, static_cast<unsigned>(plan.choice.grid), 1, 1,
-                           static_cast<unsigned>(plan.threads), 1, 1,
-                           static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
-          "cuLaunchKernel (GEMM)");
-    return;
-  }
-  // Clusters along x: the persistent grid is as many whole clusters as can be resident at once
-  // (the GPCs may hold fewer pairs than SMs / 2).
-  const int resident =
-      modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, plan.cluster_m);
-  const int grid = std::min(plan.choice.grid, resident * plan.cluster_m);
-  CUlaunchAttribute attr;
-  const CUlaunchConfig config =
-      cluster_launch_config(grid, plan.threads, plan.smem_bytes, s, plan.cluster_m, attr);
-  check(d_.launch_kernel_ex(&config, fn, params, nullptr), "cuLaunchKernelEx (GEMM cluster)");
+  // The swapped kernel starts while A's expansion finishes and waits for it before reading its
+  // output.
+  CUlaunchAttribute attrs[2];
+  unsigned n = 0;
+  if (plan.swap) attrs[n++] = dependent_attribute();
+  if (cluster > 1) attrs[n++] = cluster_attribute(cluster);
+  const CUlaunchConfig config = launch_config(grid, plan.threads, plan.smem_bytes, s, attrs, n);
+  check(d_.launch_kernel_ex(&config, fn, params, nullptr),
+        "cuLaunchKernelEx (GEMM: clusters or programmatic dependent launch)");
 }
 
 void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,

@@ -41,6 +41,11 @@ struct GemmPlan {
   std::vector<GemmPlan> fallback;  // empty or one
   // Every kernel this plan launches.
   std::vector<codegen::KernelSource> kernels() const;
+  // CTAs per cluster the GEMM kernel is launched in (1: none): the staged kernel's cluster_m, or
+  // the swapped kernel's splits when they sum in clusters.
+  int launch_cluster() const {
+    return swap ? (choice.sm90.cluster_split ? choice.splits : 1) : cluster_m;
+  }
 };
 
 // Throws Error(unsupported) where the device's target has no kernel for the recipe's operand

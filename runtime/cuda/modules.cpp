@@ -72,9 +72,8 @@ int ModuleRegistry::max_active_clusters(const codegen::KernelSource& kernel, int
   const long long key = (static_cast<long long>(block) << 40) |
                         (static_cast<long long>(cluster) << 32) | static_cast<unsigned>(smem);
   if (l.clusters_key != key) {
-    CUlaunchAttribute attr;
-    const CUlaunchConfig config =
-        cluster_launch_config(cluster, block, smem, nullptr, cluster, attr);
+    CUlaunchAttribute attr = cluster_attribute(cluster);
+    const CUlaunchConfig config = launch_config(cluster, block, smem, nullptr, &attr, 1);
     int n = 0;
     check(d_.occupancy_max_active_clusters(&n, fn, &config), "cuOccupancyMaxActiveClusters");
     l.clusters_key = key;

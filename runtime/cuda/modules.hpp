@@ -37,12 +37,30 @@ class ContextGuard {
   bool pushed_ = false;
 };
 
+// Launch attributes: clusters of `cluster` CTAs along x.
+inline CUlaunchAttribute cluster_attribute(int cluster) {
+  CUlaunchAttribute a{};
+  a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  a.value.clusterDim.x = static_cast<unsigned>(cluster);
+  a.value.clusterDim.y = a.value.clusterDim.z = 1;
+  return a;
+}
+// Programmatic dependent launch: the kernel may start while the kernel before it on the stream
+// finishes (once that one's CTAs have all started or triggered `griddepcontrol.launch_dependents`),
+// and waits for it with `griddepcontrol.wait` before reading what it wrote
+// (templates/gemm/sm90/swap.cuh).
+inline CUlaunchAttribute dependent_attribute() {
+  CUlaunchAttribute a{};
+  a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  a.value.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
 // A launch of `grid` CTAs of `block` threads with `smem` bytes of dynamic shared memory each on
-// `stream`, with one launch attribute: `attr` (the caller's, alive while the config is used), reset
-// here for the caller to fill.
+// `stream`, with `count` launch attributes at `attrs` (the caller's, alive while the config is
+// used).
 inline CUlaunchConfig launch_config(int grid, int block, int smem, CUstream stream,
-                                    CUlaunchAttribute& attr) {
-  attr = CUlaunchAttribute{};
+                                    CUlaunchAttribute* attrs, unsigned count) {
   CUlaunchConfig config{};
   config.gridDimX = static_cast<unsigned>(grid);
   config.gridDimY = config.gridDimZ = 1;
@@ -50,42 +68,8 @@ inline CUlaunchConfig launch_config(int grid, int block, int smem, CUstream stre
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = static_cast<unsigned>(smem);
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  return config;
-}
-
-// ... in clusters of `cluster` CTAs along x.
-inline CUlaunchConfig cluster_launch_config(int grid, int block, int smem, CUstream stream,
-                                            int cluster, CUlaunchAttribute& attr) {
-  const CUlaunchConfig config = launch_config(grid, block, smem, stream, attr);
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(cluster);
-  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-  return config;
-}
-
-// ... with programmatic dependent launch: the kernel may start while the
-// kernel before it on the stream finishes (once that one's CTAs have all started or triggered
-// `griddepcontrol.launch_dependents`), and waits for it with `griddepcontrol.wait` before reading
-// what it wrote (templates/gemm/sm90/swap.cuh).
-inline CUlaunchConfig dependent_launch_config(int grid, int block, int smem, CUstream stream,
-                                              CUlaunchAttribute& attr) {
-  const CUlaunchConfig config = launch_config(grid, block, smem, stream, attr);
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  return config;
-}
-
-// ... both: a programmatic dependent launched in clusters of `cluster` CTAs along x (attrs[0] the
-// dependency, attrs[1] the cluster dimension).
-inline CUlaunchConfig dependent_cluster_launch_config(int grid, int block, int smem,
-                                                      CUstream stream, int cluster,
-                                                      CUlaunchAttribute (&attrs)[2]) {
-  CUlaunchConfig config = dependent_launch_config(grid, block, smem, stream, attrs[0]);
-  cluster_launch_config(grid, block, smem, stream, cluster, attrs[1]);
   config.attrs = attrs;
-  config.numAttrs = 2;
+  config.numAttrs = count;
   return config;
 }
 

@@ -1,7 +1,7 @@
 // A stand-in libcuda.so.1 for machines without a GPU: every entry point fp4jit resolves through
 // cuGetProcAddress_v2 succeeds without doing device work. Device memory is a counter of fake
-// addresses (never dereferenced) whose live ranges the pointer queries know, modules and
-// functions are tokens, launches only count.
+// addresses (never dereferenced) whose live ranges the pointer queries know (fake_memory.cpp),
+// modules and functions are tokens, launches only count (the last cuLaunchKernelEx's shape too).
 //
 // What it is for: running the CUDA backend's host side (planning, argument checks, module and
 // tuning lookups, the driver calls of each Engine call) where no GPU is, so its host cost can be
@@ -17,11 +17,15 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string_view>
 
+#include "fake_memory.hpp"
+
 namespace {
+
+using fake_cuda::allocation_of;
+using fake_cuda::fake_address;
+using fake_cuda::release;
 
 // The device this driver reports: an H100-class sm_90 part.
 constexpr int kSmCount = 132;
@@ -128,7 +132,6 @@ constexpr const char* kNames[k_count] = {
 };
 
 std::atomic<long> g_counts[k_count];
-std::atomic<std::uint64_t> g_next_address{0x7f0000000000ull};
 int g_token;                       // modules, functions, contexts, pools, streams and events
 thread_local CUcontext g_current;  // the context stack's top (one level is all fp4jit uses)
 
@@ -140,34 +143,6 @@ CUresult count(Counter c) {
 template <class T>
 T token() {
   return reinterpret_cast<T>(&g_token);
-}
-
-// Live allocations, start -> bytes: cuPointerGetAttribute(s) answer for addresses inside one.
-std::mutex g_mutex;
-std::map<std::uint64_t, std::uint64_t> g_allocations;
-
-CUdeviceptr fake_address(std::size_t bytes) {
-  const std::uint64_t size = (static_cast<std::uint64_t>(bytes) + 255) / 256 * 256 + 256;
-  const std::uint64_t start = g_next_address.fetch_add(size);
-  std::lock_guard lock(g_mutex);
-  g_allocations[start] = bytes > 0 ? bytes : 1;
-  return static_cast<CUdeviceptr>(start);
-}
-
-void release(CUdeviceptr p) {
-  std::lock_guard lock(g_mutex);
-  g_allocations.erase(static_cast<std::uint64_t>(p));
-}
-
-// The live allocation holding p: true and its range, or false.
-bool allocation_of(CUdeviceptr p, std::uint64_t* start, std::uint64_t* size) {
-  std::lock_guard lock(g_mutex);
-  auto it = g_allocations.upper_bound(static_cast<std::uint64_t>(p));
-  if (it == g_allocations.begin()) return false;
-  --it;
-  if (static_cast<std::uint64_t>(p) - it->first >= it->second) return false;
-  *start = it->first, *size = it->second;
-  return true;
 }
 
 CUresult f_init(unsigned) {
@@ -283,30 +258,34 @@ CUresult f_launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, uns
                          unsigned, CUstream, void**, void**) {
   return count(k_launch_kernel);
 }
-// The last cuLaunchKernelEx's grid, cluster size (1: none) and programmatic dependency (0 / 1).
-std::atomic<int> g_ex_grid{0}, g_ex_cluster{0}, g_ex_dependent{0};
-CUresult f_launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void**, void**) {
-  int cluster = 1, dependent = 0;
+// CTAs per cluster of a launch config (1: no cluster attribute), and whether it asks for
+// programmatic dependent launch.
+int cluster_size(const CUlaunchConfig* config) {
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
     if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-      cluster =
-          static_cast<int>(a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z);
-    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
-      dependent = a.value.programmaticStreamSerializationAllowed != 0 ? 1 : 0;
+      return static_cast<int>(a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z);
   }
+  return 1;
+}
+bool dependent(const CUlaunchConfig* config) {
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return a.value.programmaticStreamSerializationAllowed != 0;
+  }
+  return false;
+}
+// The last cuLaunchKernelEx's grid, cluster size and programmatic dependency (0 / 1).
+std::atomic<int> g_ex_grid{0}, g_ex_cluster{0}, g_ex_dependent{0};
+CUresult f_launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void**, void**) {
   g_ex_grid = static_cast<int>(config->gridDimX);
-  g_ex_cluster = cluster;
-  g_ex_dependent = dependent;
+  g_ex_cluster = cluster_size(config);
+  g_ex_dependent = dependent(config) ? 1 : 0;
   return count(k_launch_kernel_ex);
 }
 CUresult f_occupancy_clusters(int* n, CUfunction, const CUlaunchConfig* config) {
-  unsigned size = 1;
-  for (unsigned i = 0; i < config->numAttrs; ++i)
-    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-      size = config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
-             config->attrs[i].value.clusterDim.z;
-  *n = kSmCount / static_cast<int>(size);
+  *n = kSmCount / cluster_size(config);
   return count(k_occupancy_clusters);
 }
 CUresult f_occupancy(int* n, CUfunction, int, std::size_t) {
