@@ -43,7 +43,7 @@ KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand*
                                   kern::Phase phase, bool requant, const TileConfig& config,
                                   const std::string& target);
 
-KernelSource occ_select_kernel(DType in, bool count_cols, const std::string& target);
+KernelSource occ_select_kernel(DType in, const std::string& target);
 KernelSource occ_scan_kernel(const std::string& target);
 KernelSource occ_write_kernel(DType in, bool cols, const std::string& target);
 

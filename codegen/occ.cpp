@@ -23,17 +23,13 @@ KernelSource occ_kernel(std::string op, std::string args, std::string config_bod
 
 }  // namespace
 
-KernelSource occ_select_kernel(DType in, bool count_cols, const std::string& target) {
+KernelSource occ_select_kernel(DType in, const std::string& target) {
   const std::string body = fmt::format(
       "  static constexpr k::InType in = {};\n"
-      "  static constexpr int threads = 256;\n"
-      "  static constexpr bool count_cols = {};\n",
-      in_type_name(in_type(in)), count_cols ? "true" : "false");
+      "  static constexpr int threads = 256;\n",
+      in_type_name(in_type(in)));
   KeyText key;
-  key.add("op", "occ_select")
-      .add("in", name(in))
-      .add("count", count_cols ? "cols" : "rows")
-      .add("config", "threads=256");
+  key.add("op", "occ_select").add("in", name(in)).add("config", "threads=256");
   return occ_kernel("occ_select", "fp4jit::kern::OccSelectArgs", body, key, target);
 }
 

@@ -86,7 +86,10 @@ class Planner {
 
   kern::QuantizeArgs base_args(const TensorView& in, const QuantizeArgs& qa) const;
   kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
-  const float* occ(const KernelOperand& op, const TensorView& in, const QuantizedView& out);
+  // OCC of `in`: lo and hi per source row from one select, then the residual list of each
+  // operand given (the row-wise one, the transposed one, or both); returns lo / hi.
+  const float* occ(const TensorView& in, const QuantizedView* rows_out,
+                   const QuantizedView* cols_out);
   // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
@@ -129,14 +132,18 @@ kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView&
   return o;
 }
 
-const float* Planner::occ(const KernelOperand& op, const TensorView& in, const QuantizedView& out) {
-  const bool cols = role_info(op.role).transposed;
+const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
+                          const QuantizedView* cols_out) {
   const i64 n = in.cols;
-  const i64 op_rows = cols ? in.cols : in.rows;
   float* lohi = arena_.take<float>(2 * in.rows);
-  u32* counts = arena_.take<u32>(op_rows);
-  i64* offsets = arena_.take<i64>(op_rows);
-  memset(counts, 0, op_rows);
+  u32* row_counts = rows_out != nullptr ? arena_.take<u32>(in.rows) : nullptr;
+  u32* col_counts = cols_out != nullptr ? arena_.take<u32>(in.cols) : nullptr;
+  const i64 chunks = ceil_div(in.rows, kern::kOccChunkRows);
+  u32* chunk_counts = cols_out != nullptr ? arena_.take<u32>(chunks * in.cols) : nullptr;
+  if (col_counts != nullptr) {
+    memset(col_counts, 0, in.cols);
+    memset(chunk_counts, 0, chunks * in.cols);
+  }
   kern::OccSelectArgs sel{};
   sel.in = in.data;
   sel.rows = in.rows;
@@ -145,25 +152,33 @@ const float* Planner::occ(const KernelOperand& op, const TensorView& in, const Q
   sel.lo_index = std::min<i64>(n - 1, static_cast<i64>((1.0 - recipe_.occ_alpha) * n));
   sel.hi_index = std::min<i64>(n - 1, static_cast<i64>(recipe_.occ_alpha * n));
   sel.lohi = lohi;
-  sel.counts = counts;
+  sel.row_counts = row_counts;
+  sel.col_counts = col_counts;
+  sel.chunk_counts = chunk_counts;
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
-  launch(codegen::occ_select_kernel(in.dtype, cols, device_.target),
-         std::min<i64>(in.rows, 1 << 20), 256, sel, in_bytes);
-  const kern::OccScanArgs scan{counts, offsets, out.residual_count, op_rows};
-  launch(codegen::occ_scan_kernel(device_.target), 1, 1024, scan, op_rows * 12);
-  if (out.residual_capacity > 0) {
+  launch(codegen::occ_select_kernel(in.dtype, device_.target), std::min<i64>(in.rows, 1 << 20), 256,
+         sel, in_bytes);
+  const auto list = [&](const QuantizedView& out, const u32* counts, bool cols) {
+    const i64 op_rows = cols ? in.cols : in.rows;
+    i64* offsets = arena_.take<i64>(op_rows);
+    const kern::OccScanArgs scan{counts, offsets, out.residual_count, op_rows};
+    launch(codegen::occ_scan_kernel(device_.target), 1, 1024, scan, op_rows * 12);
+    if (out.residual_capacity <= 0) return;
     const kern::OccWriteArgs w{in.data,
                                in.rows,
                                in.cols,
                                stride_of(in),
                                lohi,
                                offsets,
+                               chunk_counts,
                                out.residual_index,
                                out.residual_value,
                                out.residual_capacity};
-    const i64 grid = cols ? ceil_div(in.cols, 32) : std::min<i64>(in.rows, 1 << 20);
+    const i64 grid = std::min<i64>(cols ? ceil_div(in.cols, 32) * chunks : in.rows, 1 << 20);
     launch(codegen::occ_write_kernel(in.dtype, cols, device_.target), grid, 256, w, in_bytes);
-  }
+  };
+  if (rows_out != nullptr) list(*rows_out, row_counts, false);
+  if (cols_out != nullptr) list(*cols_out, col_counts, true);
   return lohi;
 }
 
@@ -244,7 +259,7 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
                                           codegen::local_in_tile(s));
   kern::QuantizeArgs a = base_args(in, qa);
   kern::OperandOut o = operand_out(l, out);
-  if (s.occ) o.lohi = occ(op, in, out);
+  if (s.occ) o.lohi = occ(in, transposed ? nullptr : &out, transposed ? &out : nullptr);
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   const KernelOperand* row = transposed ? nullptr : &op;
   const KernelOperand* col = transposed ? &op : nullptr;
@@ -313,10 +328,7 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   const QuantLayout lc = quant_layout(recipe_, partner, in.rows, in.cols);
   kern::QuantizeArgs a = base_args(in, qa);
   kern::OperandOut orow = operand_out(lr, out), ocol = operand_out(lc, out_t);
-  if (sr.occ) {
-    orow.lohi = occ(opr, in, out);
-    ocol.lohi = occ(opc, in, out_t);
-  }
+  if (sr.occ) orow.lohi = ocol.lohi = occ(in, &out, &out_t);  // one select for both
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   const bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
   const bool stats_c = prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);

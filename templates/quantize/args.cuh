@@ -34,14 +34,20 @@ struct QuantizeArgs {
   u32 reserved;
 };
 
-// occ_select: per source row, lo and hi and the count of clamped elements.
+// occ_select: per source row, lo and hi and the counts of clamped elements.
 struct OccSelectArgs {
   const void* in;
   i64 rows, cols, stride;
   i64 lo_index, hi_index;  // sorted positions int((1 - alpha) n) and int(alpha n), clamped to n - 1
   float* lohi;             // [rows][2]
-  u32* counts;             // per operand row (zeroed first): source rows (x) or source cols (xt)
+  u32* row_counts;         // per source row (the row-wise operand's rows), or null
+  u32* col_counts;    // per source column (the transposed operand's rows; zeroed first), or null
+  u32* chunk_counts;  // with col_counts: [ceil(rows / kOccChunkRows)][cols] (zeroed first), the
+                      // column counts of each chunk of source rows, or null
 };
+// Source rows per chunk of the transposed operand's residual list: occ_write walks each chunk of
+// every 32 columns in its own CTA, from the chunk's first list position.
+constexpr int kOccChunkRows = 256;
 
 // occ_scan: exclusive prefix sum of the per-row counts.
 struct OccScanArgs {
@@ -56,9 +62,10 @@ struct OccWriteArgs {
   const void* in;
   i64 rows, cols, stride;  // source tensor
   const float* lohi;
-  const i64* offsets;  // per operand row
-  i64* index;          // [capacity]
-  float* value;        // [capacity]
+  const i64* offsets;       // per operand row
+  const u32* chunk_counts;  // the transposed operand: as OccSelectArgs::chunk_counts
+  i64* index;               // [capacity]
+  float* value;             // [capacity]
   i64 capacity;
 };
 

@@ -1,7 +1,8 @@
 // Outlier clamping and compensation (OCC), per source row, in three deterministic steps:
 //   occ_select  lo and hi of each row (the values at sorted positions lo_index and hi_index,
-//               NaN last) by a 4-pass radix select, and how many elements each operand row will
-//               list in the residual;
+//               NaN last) by a radix select, and how many elements each operand row will list in
+//               the residual (per source row, per source column, or both: a row + column pair
+//               selects once);
 //   occ_scan    exclusive prefix sum of those counts (offsets), and the total;
 //   occ_write   the residual x - clamp(x) at its operand index, each list position computed, so
 //               the list comes out sorted by index with no atomics on the order.
@@ -12,8 +13,7 @@
 // of zeros of both signs.
 //
 // Configs:
-//   occ_select:  in (InType), threads, count_cols (counts per source column: the transposed
-//                operand's rows; else per source row)
+//   occ_select:  in (InType), threads
 //   occ_scan:    threads
 //   occ_write:   in, threads, cols (the transposed operand: operand row = source column)
 #pragma once
@@ -75,6 +75,35 @@ FP4JIT_DEV u32 select_digit(const u32* hist, i64& k) {
   return digit;
 }
 
+// Passes of 8 key bits the input type needs: a widened BF16 (FP16) value leaves the low 16 (13)
+// bits of its key constant for its sign, so 2 (3) passes find the key; complete_key fills in the
+// rest: zeros for a positive key (top bit set), ones for a negative one and for NaN (all ones).
+template <InType T>
+constexpr int kSelectPasses = T == InType::bf16 ? 2 : (T == InType::f16 ? 3 : 4);
+template <InType T>
+FP4JIT_DEV u32 complete_key(u32 prefix) {
+  constexpr int kBits = 8 * kSelectPasses<T>;
+  if constexpr (kBits == 32) {
+    return prefix;
+  } else {
+    constexpr u32 kLow = (1u << (32 - kBits)) - 1u;
+    const bool nan = (prefix | kLow) == 0xffffffffu;
+    return (prefix & 0x80000000u) && !nan ? prefix : prefix | kLow;
+  }
+}
+
+// The row's count of clamped elements (each thread's share in `count`) to a.row_counts, when
+// asked for; block_count (shared) is zero on entry. Ends with a barrier.
+FP4JIT_DEV void count_row(const OccSelectArgs& a, i64 row, u32 count, u32& block_count) {
+  if (a.row_counts != nullptr) {
+    count = warp_sum(count);
+    if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
+    __syncthreads();
+    if (threadIdx.x == 0) a.row_counts[row] = block_count;
+  }
+  __syncthreads();
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ u32 hist[2][256];
@@ -91,23 +120,24 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       block_count = 0u;
     }
     u32 mask = 0u;
-    for (int pass = 0; pass < 4; ++pass) {
+    for (int pass = 0; pass < kSelectPasses<Cfg::in>; ++pass) {
       const int shift = 24 - 8 * pass;
       for (int i = static_cast<int>(threadIdx.x); i < 512; i += Cfg::threads)
         hist[i / 256][i % 256] = 0u;
       __syncthreads();
       const u32 p0 = prefix[0], p1 = prefix[1];
+      const bool same = p0 == p1;  // the targets share their keys: one histogram
       for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
         const u32 key = sort_key(load_one<Cfg::in>(in, base + c));
         const u32 d = (key >> shift) & 255u;
         if ((key & mask) == p0) atomicAdd(&hist[0][d], 1u);
-        if ((key & mask) == p1) atomicAdd(&hist[1][d], 1u);
+        if (!same && (key & mask) == p1) atomicAdd(&hist[1][d], 1u);
       }
       __syncthreads();
       if (warp_id() < 2) {
         const int w = warp_id();
         i64 k = kth[w];
-        const u32 d = select_digit(hist[w], k);
+        const u32 d = select_digit(hist[same ? 0 : w], k);
         if (lane_id() == 0) {
           prefix[w] |= d << shift;
           kth[w] = k;
@@ -116,7 +146,8 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       mask |= 255u << shift;
       __syncthreads();
     }
-    const float lo = key_value(prefix[0]), hi = key_value(prefix[1]);
+    const float lo = key_value(complete_key<Cfg::in>(prefix[0])),
+                hi = key_value(complete_key<Cfg::in>(prefix[1]));
     if (threadIdx.x == 0) {
       a.lohi[2 * row] = lo;
       a.lohi[2 * row + 1] = hi;
@@ -125,19 +156,15 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
     for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
       const float x = load_one<Cfg::in>(in, base + c);
       if (occ_clamp(x, lo, hi) != x) {
-        if constexpr (Cfg::count_cols)
-          atomicAdd(a.counts + c, 1u);
-        else
-          ++count;
+        ++count;
+        if (a.col_counts != nullptr) {
+          atomicAdd(a.col_counts + c, 1u);
+          if (a.chunk_counts != nullptr)
+            atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
+        }
       }
     }
-    if constexpr (!Cfg::count_cols) {
-      count = warp_sum(count);
-      if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
-      __syncthreads();
-      if (threadIdx.x == 0) a.counts[row] = block_count;
-    }
-    __syncthreads();
+    count_row(a, row, count, block_count);
   }
 }
 
@@ -232,24 +259,38 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
       }
     }
   } else {
-    // The transposed operand: one CTA per 32 source columns (operand rows), lane = column;
-    // source rows in rounds of 32 (each warp 32 / kWarps of them), in order.
+    // The transposed operand: one CTA per (32 source columns = operand rows, chunk of
+    // kOccChunkRows source rows), lane = column, starting at the chunk's list position (the
+    // column's offset plus its counts in the chunks before); source rows in rounds of 32 (each
+    // warp 32 / kWarps of them), in order.
     constexpr int kRowsPerWarp = 32 / kWarps;
     __shared__ u32 masks[32];
     __shared__ i64 running[32];
     const int lane = lane_id(), warp = warp_id();
-    for (i64 j0 = static_cast<i64>(blockIdx.x) * 32; j0 < a.cols;
-         j0 += static_cast<i64>(gridDim.x) * 32) {
-      const i64 j = j0 + lane;
-      if (warp == 0) running[lane] = j < a.cols ? a.offsets[j] : 0;
+    const i64 col_blocks = (a.cols + 31) / 32;
+    const i64 chunks = (a.rows + kOccChunkRows - 1) / kOccChunkRows;
+    for (i64 b = blockIdx.x; b < col_blocks * chunks; b += gridDim.x) {
+      const i64 chunk = b / col_blocks;
+      const i64 j = (b - chunk * col_blocks) * 32 + lane;
+      if (warp == 0) {
+        i64 pos = 0;
+        if (j < a.cols) {
+          pos = a.offsets[j];
+          for (i64 q = 0; q < chunk; ++q) pos += a.chunk_counts[q * a.cols + j];
+        }
+        running[lane] = pos;
+      }
       __syncthreads();
-      for (i64 i0 = 0; i0 < a.rows; i0 += 32) {
+      const i64 row_end = chunk * kOccChunkRows + kOccChunkRows < a.rows
+                              ? chunk * kOccChunkRows + kOccChunkRows
+                              : a.rows;
+      for (i64 i0 = chunk * kOccChunkRows; i0 < row_end; i0 += 32) {
         float x[kRowsPerWarp];
         bool clamped[kRowsPerWarp];
 #pragma unroll
         for (int q = 0; q < kRowsPerWarp; ++q) {
           const i64 i = i0 + warp * kRowsPerWarp + q;
-          const bool in = i < a.rows && j < a.cols;
+          const bool in = i < row_end && j < a.cols;
           x[q] = in ? load_one<Cfg::in>(a.in, i * a.stride + j) : 0.0f;
           clamped[q] = in && occ_clamp(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]) != x[q];
           const u32 m = __ballot_sync(0xffffffffu, clamped[q]);

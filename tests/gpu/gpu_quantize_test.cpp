@@ -222,6 +222,60 @@ TEST_P(GpuQuantize, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, GpuQuantize, testing::ValuesIn(all_cases()), case_name);
 
+// OCC on long rows (full and ragged, up to 20000 elements), each input type, random and
+// adversarial; x alone, and the x + xt pair from one select over 300 rows, so the transposed
+// operand's residual list is written in two chunks of source rows, the second one partial;
+// quantiles at 0.99, 0.97 and 0.9.
+TEST(GpuQuantizeOcc, LongRowsMatchReference) {
+  REQUIRE_GPU();
+  struct Variant {
+    InputKind kind;
+    DType dtype;
+    std::int64_t min_k;
+  };
+  const Variant variants[] = {
+      {InputKind::random, DType::bf16, 4096},       {InputKind::adversarial, DType::f32, 4000},
+      {InputKind::random, DType::f16, 8192},        {InputKind::adversarial, DType::bf16, 6000},
+      {InputKind::random, DType::f32, 16384},       {InputKind::adversarial, DType::f16, 12000},
+      {InputKind::adversarial, DType::bf16, 16400}, {InputKind::random, DType::f32, 20000},
+  };
+  std::uint32_t seed = 500;
+  for (const char* spec : {"msfp4", "msfp4:occ=0.97", "msfp4:occ=0.9"}) {
+    const Recipe recipe = parse_recipe(spec);
+    for (const Variant& v : variants) {
+      for (const bool pair : {false, true}) {
+        const std::int64_t rows = pair ? round_up(300, k_multiple(recipe, Role::xt)) : 7;
+        const std::int64_t cols = round_up(v.min_k, k_multiple(recipe, Role::x));
+        SCOPED_TRACE(fmt::format("{} {} {} [{}, {}]{}", spec, input_kind_name(v.kind),
+                                 name(v.dtype), rows, cols, pair ? " pair" : ""));
+        const HostInput in = make_input(v.kind, v.dtype, rows, cols, ++seed, false);
+        const DeviceInput din(in, 0);
+        const QuantizeArgs args{seed * 31u, 0};
+        const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+        const QuantizedTensor ref = reference::quantize(recipe, Role::x, in.values, ropt);
+        HostOperand out(ref.layout, rows * cols);
+        DeviceOperand dout(out);
+        if (!pair) {
+          engine.quantize(recipe, Role::x, din.view, dout.view(), args);
+          Gpu::get()->scope.synchronize();
+          dout.download(out);
+          ASSERT_EQ(compare(ref, out, true), "");
+          continue;
+        }
+        const QuantizedTensor ref_t = reference::quantize(recipe, Role::xt, in.values, ropt);
+        HostOperand out_t(ref_t.layout, rows * cols);
+        DeviceOperand dout_t(out_t);
+        engine.quantize_pair(recipe, Role::x, din.view, dout.view(), dout_t.view(), args);
+        Gpu::get()->scope.synchronize();
+        dout.download(out);
+        dout_t.download(out_t);
+        ASSERT_EQ(compare(ref, out, true), "") << "row-wise operand";
+        ASSERT_EQ(compare(ref_t, out_t, true), "") << "transposed operand";
+      }
+    }
+  }
+}
+
 class GpuDequantize : public testing::TestWithParam<std::string> {};
 
 TEST_P(GpuDequantize, MatchesReference) {
