@@ -45,6 +45,7 @@ KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand*
 
 KernelSource occ_select_kernel(DType in, const std::string& target);
 KernelSource occ_scan_kernel(const std::string& target);
+KernelSource occ_chunk_scan_kernel(const std::string& target);
 KernelSource occ_write_kernel(DType in, bool cols, const std::string& target);
 
 // to_source: float values in the source layout (double quantization), else `out` values in the

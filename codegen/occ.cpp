@@ -1,5 +1,6 @@
-// Stubs of templates/quantize/occ.cuh: occ_select, occ_scan, occ_write. None depends on the
-// recipe beyond the input type and the orientation (alpha arrives as sorted positions).
+// Stubs of templates/quantize/occ.cuh: occ_select, occ_scan, occ_chunk_scan, occ_write. None
+// depends on the recipe beyond the input type and the orientation (alpha arrives as sorted
+// positions).
 #include <fmt/format.h>
 
 #include "codegen/kernels.hpp"
@@ -38,6 +39,13 @@ KernelSource occ_scan_kernel(const std::string& target) {
   key.add("op", "occ_scan").add("config", "threads=1024");
   return occ_kernel("occ_scan", "fp4jit::kern::OccScanArgs",
                     "  static constexpr int threads = 1024;\n", key, target);
+}
+
+KernelSource occ_chunk_scan_kernel(const std::string& target) {
+  KeyText key;
+  key.add("op", "occ_chunk_scan").add("config", "threads=256");
+  return occ_kernel("occ_chunk_scan", "fp4jit::kern::OccChunkScanArgs",
+                    "  static constexpr int threads = 256;\n", key, target);
 }
 
 KernelSource occ_write_kernel(DType in, bool cols, const std::string& target) {

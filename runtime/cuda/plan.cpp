@@ -164,6 +164,11 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
     const kern::OccScanArgs scan{counts, offsets, out.residual_count, op_rows};
     launch(codegen::occ_scan_kernel(device_.target), 1, 1024, scan, op_rows * 12);
     if (out.residual_capacity <= 0) return;
+    if (cols) {
+      const kern::OccChunkScanArgs cs{chunk_counts, in.cols, chunks};
+      launch(codegen::occ_chunk_scan_kernel(device_.target), ceil_div(in.cols, 256), 256, cs,
+             chunks * in.cols * 8);
+    }
     const kern::OccWriteArgs w{in.data,
                                in.rows,
                                in.cols,

@@ -57,13 +57,20 @@ struct OccScanArgs {
   i64 n;
 };
 
+// occ_chunk_scan: per column, the chunk counts of OccSelectArgs::chunk_counts replaced in place by
+// the column's counts in the chunks before.
+struct OccChunkScanArgs {
+  u32* chunk_counts;  // [chunks][cols]
+  i64 cols, chunks;
+};
+
 // occ_write: the residual list, sorted by operand index.
 struct OccWriteArgs {
   const void* in;
   i64 rows, cols, stride;  // source tensor
   const float* lohi;
   const i64* offsets;       // per operand row
-  const u32* chunk_counts;  // the transposed operand: as OccSelectArgs::chunk_counts
+  const u32* chunk_counts;  // the transposed operand: after occ_chunk_scan
   i64* index;               // [capacity]
   float* value;             // [capacity]
   i64 capacity;

@@ -3,7 +3,8 @@
 //               NaN last) by a radix select, and how many elements each operand row will list in
 //               the residual (per source row, per source column, or both: a row + column pair
 //               selects once);
-//   occ_scan    exclusive prefix sum of those counts (offsets), and the total;
+//   occ_scan    exclusive prefix sum of those counts (offsets), and the total; for the transposed
+//               operand occ_chunk_scan also turns its per-chunk column counts into positions;
 //   occ_write   the residual x - clamp(x) at its operand index, each list position computed, so
 //               the list comes out sorted by index with no atomics on the order.
 // The quantize kernels apply the same clamp to the values they quantize.
@@ -14,7 +15,7 @@
 //
 // Configs:
 //   occ_select:  in (InType), threads
-//   occ_scan:    threads
+//   occ_scan, occ_chunk_scan:  threads
 //   occ_write:   in, threads, cols (the transposed operand: operand row = source column)
 #pragma once
 #include "quantize/args.cuh"
@@ -92,18 +93,6 @@ FP4JIT_DEV u32 complete_key(u32 prefix) {
   }
 }
 
-// The row's count of clamped elements (each thread's share in `count`) to a.row_counts, when
-// asked for; block_count (shared) is zero on entry. Ends with a barrier.
-FP4JIT_DEV void count_row(const OccSelectArgs& a, i64 row, u32 count, u32& block_count) {
-  if (a.row_counts != nullptr) {
-    count = warp_sum(count);
-    if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
-    __syncthreads();
-    if (threadIdx.x == 0) a.row_counts[row] = block_count;
-  }
-  __syncthreads();
-}
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ u32 hist[2][256];
@@ -164,7 +153,28 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
         }
       }
     }
-    count_row(a, row, count, block_count);
+    if (a.row_counts != nullptr) {
+      count = warp_sum(count);
+      if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
+      __syncthreads();
+      if (threadIdx.x == 0) a.row_counts[row] = block_count;
+    }
+    __syncthreads();
+  }
+}
+
+// Each column's chunk counts become the column's clamped elements in the chunks before (an
+// exclusive scan down the column, in place), so occ_write finds a chunk's list position in one
+// read. One thread per column.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads) occ_chunk_scan(OccChunkScanArgs a) {
+  const i64 j = static_cast<i64>(blockIdx.x) * Cfg::threads + threadIdx.x;
+  if (j >= a.cols) return;
+  u32 before = 0u;
+  for (i64 q = 0; q < a.chunks; ++q) {
+    const u32 c = a.chunk_counts[q * a.cols + j];
+    a.chunk_counts[q * a.cols + j] = before;
+    before += c;
   }
 }
 
@@ -272,14 +282,8 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
     for (i64 b = blockIdx.x; b < col_blocks * chunks; b += gridDim.x) {
       const i64 chunk = b / col_blocks;
       const i64 j = (b - chunk * col_blocks) * 32 + lane;
-      if (warp == 0) {
-        i64 pos = 0;
-        if (j < a.cols) {
-          pos = a.offsets[j];
-          for (i64 q = 0; q < chunk; ++q) pos += a.chunk_counts[q * a.cols + j];
-        }
-        running[lane] = pos;
-      }
+      if (warp == 0)
+        running[lane] = j < a.cols ? a.offsets[j] + a.chunk_counts[chunk * a.cols + j] : 0;
       __syncthreads();
       const i64 row_end = chunk * kOccChunkRows + kOccChunkRows < a.rows
                               ? chunk * kOccChunkRows + kOccChunkRows

@@ -73,7 +73,8 @@ TEST_P(PresetCompiles, EveryKernelCompiles) {
   // Row-wise, transposed and pair quantization and dequantize are there for every preset.
   EXPECT_TRUE(ops.count("quantize_rows") && ops.count("quantize_tile") && ops.count("dequantize"));
   if (recipe[Role::x].occ) {
-    EXPECT_TRUE(ops.count("occ_select") && ops.count("occ_scan") && ops.count("occ_write"));
+    EXPECT_TRUE(ops.count("occ_select") && ops.count("occ_scan") && ops.count("occ_chunk_scan") &&
+                ops.count("occ_write"));
   }
   if (recipe[Role::w].dge) {
     EXPECT_TRUE(ops.count("dge_apply"));
