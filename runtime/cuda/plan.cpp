@@ -2,12 +2,14 @@
 //
 // One operand, in order: [OCC: occ_select -> occ_scan -> occ_write] -> [stats pass, when the
 // operand needs a global amax (two-level) or blocks larger than a thread group: zeroed stat
-// words, quantize_rows/quantize_tile in the stats phase] -> quantize pass. Double quantization
+// words, quantize_rows/quantize_tile in the stats phase; for an OCC operand scaled per source
+// row, occ_select does it] -> quantize pass. Double quantization
 // (src=requant) fuses into quantize_tile's pair mode when it can; otherwise it is planned as
 // quantize(forward) -> dequantize to the source layout -> quantize from that.
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -49,6 +51,13 @@ Role partner_of(Role r) {
 i64 scale_bytes(const QuantLayout& l) {
   return l.scale_count() * (l.scale_is_code ? 1 : 4);
 }
+// Whether occ_select can take an OCC operand's stats pass: one block per source row (block=row
+// row-wise, block=col transposed, as msfp4's x and xt) and no Hadamard, so a block's stat word
+// is the largest |clamp(x)| over the row the select has just read.
+bool occ_stats_in_select(const OperandSpec& s, bool transposed) {
+  return s.occ && s.had.size == 0 &&
+         s.block.kind == (transposed ? Block::Kind::col : Block::Kind::row);
+}
 
 class Planner {
  public:
@@ -87,9 +96,12 @@ class Planner {
   kern::QuantizeArgs base_args(const TensorView& in, const QuantizeArgs& qa) const;
   kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
   // OCC of `in`: lo and hi per source row from one select, then the residual list of each
-  // operand given (the row-wise one, the transposed one, or both); returns lo / hi.
+  // operand given (the row-wise one, the transposed one, or both); returns lo / hi. The select
+  // also does the stats pass of the operands in `stats` (their stats_out and amax_bits; see
+  // occ_stats_in_select), null entries none.
   const float* occ(const TensorView& in, const QuantizedView* rows_out,
-                   const QuantizedView* cols_out);
+                   const QuantizedView* cols_out,
+                   std::array<const kern::OperandOut*, 2> stats = {nullptr, nullptr});
   // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
@@ -133,7 +145,8 @@ kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView&
 }
 
 const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
-                          const QuantizedView* cols_out) {
+                          const QuantizedView* cols_out,
+                          std::array<const kern::OperandOut*, 2> stats) {
   const i64 n = in.cols;
   float* lohi = arena_.take<float>(2 * in.rows);
   u32* row_counts = rows_out != nullptr ? arena_.take<u32>(in.rows) : nullptr;
@@ -155,6 +168,10 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   sel.row_counts = row_counts;
   sel.col_counts = col_counts;
   sel.chunk_counts = chunk_counts;
+  for (int t = 0; t < 2; ++t) {
+    sel.stats[t] = stats[t] != nullptr ? stats[t]->stats_out : nullptr;
+    sel.amax_bits[t] = stats[t] != nullptr ? stats[t]->amax_bits : nullptr;
+  }
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   launch(codegen::occ_select_kernel(in.dtype, device_.target), std::min<i64>(in.rows, 1 << 20), 256,
          sel, in_bytes);
@@ -264,11 +281,17 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
                                           codegen::local_in_tile(s));
   kern::QuantizeArgs a = base_args(in, qa);
   kern::OperandOut o = operand_out(l, out);
-  if (s.occ) o.lohi = occ(in, transposed ? nullptr : &out, transposed ? &out : nullptr);
+  bool stats = prepare_stats(op, tile_kernel, l, out, amax_in, o);
+  if (s.occ) {
+    const bool in_select = stats && occ_stats_in_select(s, transposed);
+    o.lohi = occ(in, transposed ? nullptr : &out, transposed ? &out : nullptr,
+                 {in_select ? &o : nullptr, nullptr});
+    stats = stats && !in_select;
+  }
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   const KernelOperand* row = transposed ? nullptr : &op;
   const KernelOperand* col = transposed ? &op : nullptr;
-  if (prepare_stats(op, tile_kernel, l, out, amax_in, o)) {
+  if (stats) {
     (transposed ? a.col : a.row) = o;
     pass(row, col, tile_kernel, in, kern::Phase::stats, false, a, in_bytes);
   }
@@ -333,10 +356,17 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   const QuantLayout lc = quant_layout(recipe_, partner, in.rows, in.cols);
   kern::QuantizeArgs a = base_args(in, qa);
   kern::OperandOut orow = operand_out(lr, out), ocol = operand_out(lc, out_t);
-  if (sr.occ) orow.lohi = ocol.lohi = occ(in, &out, &out_t);  // one select for both
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
-  const bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
-  const bool stats_c = prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
+  bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
+  bool stats_c = prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
+  if (sr.occ) {  // one select for both operands
+    const bool select_r = stats_r && occ_stats_in_select(sr, false);
+    const bool select_c = stats_c && occ_stats_in_select(sc, true);
+    orow.lohi = ocol.lohi =
+        occ(in, &out, &out_t, {select_r ? &orow : nullptr, select_c ? &ocol : nullptr});
+    stats_r = stats_r && !select_r;
+    stats_c = stats_c && !select_c;
+  }
   if (stats_r || stats_c) {
     a.row = orow;
     a.col = ocol;

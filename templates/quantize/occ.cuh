@@ -2,7 +2,8 @@
 //   occ_select  lo and hi of each row (the values at sorted positions lo_index and hi_index,
 //               NaN last) by a radix select, and how many elements each operand row will list in
 //               the residual (per source row, per source column, or both: a row + column pair
-//               selects once);
+//               selects once); for operands scaled per source row, also their stats pass (each
+//               row's largest |clamp(x)| and the finite amax), from the same read as the counts;
 //   occ_scan    exclusive prefix sum of those counts (offsets), and the total; for the transposed
 //               operand occ_chunk_scan also turns its per-chunk column counts into positions;
 //   occ_write   the residual x - clamp(x) at its operand index, each list position computed, so
@@ -98,7 +99,9 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ u32 hist[2][256];
   __shared__ u32 prefix[2];
   __shared__ i64 kth[2];
-  __shared__ u32 block_count;
+  __shared__ u32 block_count, block_stat;
+  const bool want_stats = a.stats[0] != nullptr || a.stats[1] != nullptr;
+  u32 finite_amax = 0u;  // of the clamped values this thread saw
   for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const void* in = a.in;
     const i64 base = row * a.stride;
@@ -107,6 +110,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       kth[0] = a.lo_index;
       kth[1] = a.hi_index;
       block_count = 0u;
+      block_stat = 0u;
     }
     u32 mask = 0u;
     for (int pass = 0; pass < kSelectPasses<Cfg::in>; ++pass) {
@@ -141,10 +145,15 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       a.lohi[2 * row] = lo;
       a.lohi[2 * row + 1] = hi;
     }
-    u32 count = 0u;
+    u32 count = 0u, row_max = 0u;
     for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
       const float x = load_one<Cfg::in>(in, base + c);
-      if (occ_clamp(x, lo, hi) != x) {
+      const float v = occ_clamp(x, lo, hi);
+      // |v|'s bits, as the stats pass takes them (NaN and Inf at or above 0x7f800000).
+      const u32 m = abs_bits(v);
+      row_max = umax(row_max, m);
+      if (m < 0x7f800000u) finite_amax = umax(finite_amax, m);
+      if (v != x) {
         ++count;
         if (a.col_counts != nullptr) {
           atomicAdd(a.col_counts + c, 1u);
@@ -153,13 +162,27 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
         }
       }
     }
-    if (a.row_counts != nullptr) {
+    if (a.row_counts != nullptr || want_stats) {
       count = warp_sum(count);
-      if (lane_id() == 0 && count != 0u) atomicAdd(&block_count, count);
+      row_max = warp_max(row_max);
+      if (lane_id() == 0) {
+        if (count != 0u) atomicAdd(&block_count, count);
+        if (row_max != 0u) atomicMax(&block_stat, row_max);
+      }
       __syncthreads();
-      if (threadIdx.x == 0) a.row_counts[row] = block_count;
+      if (threadIdx.x == 0) {
+        if (a.row_counts != nullptr) a.row_counts[row] = block_count;
+        for (int t = 0; t < 2; ++t)
+          if (a.stats[t] != nullptr) a.stats[t][row] = stat_of(block_stat);
+      }
     }
     __syncthreads();
+  }
+  if (want_stats) {
+    finite_amax = warp_max(finite_amax);
+    if (lane_id() == 0)
+      for (int t = 0; t < 2; ++t)
+        if (a.amax_bits[t] != nullptr) atomicMax(a.amax_bits[t], finite_amax);
   }
 }
 

@@ -163,6 +163,57 @@ TEST_P(EmuQuantize, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuQuantize, testing::ValuesIn(all_cases()), case_name);
 
+// msfp4's x and xt are scaled per source row, so occ_select, which reads each row anyway, writes
+// their stat words and amax: the plan has one quantize pass and no stats pass, alone or as the
+// pair, and still matches the reference. With a Hadamard on x the select cannot (the stats are
+// of the rotated values): that plan keeps its stats pass (planned only, its kernels are not
+// compiled into the emulator).
+TEST(EmuQuantizePlan, OccRowStatsComeFromTheSelect) {
+  struct PlanCase {
+    const char* recipe;
+    Role role;
+    bool pair;
+    int stats_passes;
+  };
+  for (const PlanCase& c :
+       {PlanCase{"msfp4", Role::x, false, 0}, PlanCase{"msfp4", Role::xt, false, 0},
+        PlanCase{"msfp4", Role::x, true, 0}, PlanCase{"msfp4:x.had=16,w.had=16", Role::x, false, 1},
+        PlanCase{"msfp4:x.had=16,w.had=16", Role::x, true, 1}}) {
+    SCOPED_TRACE(fmt::format("{} {}{}", c.recipe, name(c.role), c.pair ? " pair" : ""));
+    const Recipe recipe = parse_recipe(c.recipe);
+    const Role partner = c.role == Role::x ? Role::xt : Role::x;
+    HostInput in = make_input(InputKind::adversarial, DType::bf16, 64, 256, 77, false);
+    const reference::QuantizeOptions ropt{.seed = 5, .offset = 0};
+    const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
+    const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
+    HostOperand o(ref.layout, 64 * 256), o_t(ref_t.layout, 64 * 256);
+    const auto make = [&](cuda::Arena& a) {
+      QuantizedView q = o.view(), qt = o_t.view();
+      return cuda::plan_quantize(recipe, c.role, in.view(), q, c.pair ? &qt : nullptr,
+                                 QuantizeArgs{5, 0}, kDevice, a);
+    };
+    cuda::Arena counting;
+    int quantize_passes = 0, stats_passes = 0, selects = 0;
+    for (const cuda::Step& s : make(counting)) {
+      const auto* l = std::get_if<cuda::Launch>(&s);
+      if (l == nullptr) continue;
+      selects += l->kernel.op == "occ_select";
+      if (l->kernel.op != "quantize_rows" && l->kernel.op != "quantize_tile") continue;
+      ++(l->kernel.key_text.find("phase=stats") != std::string::npos ? stats_passes
+                                                                     : quantize_passes);
+    }
+    EXPECT_EQ(selects, 1);
+    EXPECT_EQ(quantize_passes, 1);
+    EXPECT_EQ(stats_passes, c.stats_passes);
+    if (c.stats_passes != 0) continue;
+    run(make);
+    ASSERT_EQ(compare(ref, o, true), "");
+    if (c.pair) {
+      ASSERT_EQ(compare(ref_t, o_t, true), "");
+    }
+  }
+}
+
 // dequantize of every operand: the reference's codes and scales in, values out in each type.
 class EmuDequantize : public testing::TestWithParam<std::string> {};
 
