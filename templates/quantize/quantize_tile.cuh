@@ -35,10 +35,32 @@ struct TileAcc {
   static constexpr int kSize = kUsed ? kRows + kCols : 1;
 };
 
+// The block scales of an operand scaled per operand column (block=col: msfp4's xt and wt, one
+// scale per source row or column), for the tile's operand columns, in the quantize pass:
+// computed once per tile into shared memory by fill_column_scales, not once per element.
+template <class Cfg, class Op, bool kTransposed>
+struct ColumnScales {
+  static constexpr bool kUsed = Cfg::phase == Phase::quantize && Op::block == BlockKind::col;
+  static constexpr int kK = kTransposed ? Cfg::tile_rows : Cfg::tile_cols;
+  static constexpr int kSize = kUsed ? kK : 1;
+};
+template <class Cfg, class Op, bool kTransposed>
+FP4JIT_DEV void fill_column_scales(BlockScale* table, const OperandOut& o, i64 i0, i64 j0) {
+  using CS = ColumnScales<Cfg, Op, kTransposed>;
+  if constexpr (CS::kUsed) {
+    float s_enc = 1.0f;
+    if constexpr (Op::rule == Rule::two_level) s_enc = operand_s_enc<Op>(o);
+    const i64 col0 = kTransposed ? i0 : j0;
+    for (int i = static_cast<int>(threadIdx.x); i < CS::kK; i += Cfg::threads)
+      if (col0 + i < o.cols) table[i] = block_scale<Op>(o.stats[col0 + i], s_enc);
+  }
+}
+
 // Processes one operand held in the tile. kTransposed: operand rows are source columns.
+// col_scales: the operand's ColumnScales table for this tile (block=col), else unused.
 template <class Cfg, class Op, bool kTransposed>
 FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0, i64 j0, u64 seed,
-                             u64 offset, u32& global_max) {
+                             u64 offset, u32& global_max, const BlockScale* col_scales) {
   constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = kTN + 1;
   constexpr int kG = group_k_lanes<Op>();
   constexpr int kL = 32 / kG;                      // lines (operand rows) per warp
@@ -91,8 +113,9 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
     } else {
       if constexpr (Op::block == BlockKind::tile) tile_stats<Op, kL, 1>(v, stat);
       // Double quantization: the transposed pass reads the dequantized values (padding stays 0).
-      quantize_segment<Op, 1>(v, stat, r, c0, n, o, s_enc, seed, offset,
-                              kRequant ? tile + tl * kPitch + tk : nullptr);
+      quantize_segment<Op, 1>(
+          v, stat, r, c0, n, o, s_enc, seed, offset, kRequant ? tile + tl * kPitch + tk : nullptr,
+          ColumnScales<Cfg, Op, kTransposed>::kUsed ? col_scales : nullptr, col0);
     }
   }
 }
@@ -575,6 +598,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   __shared__ float tile[kTM * kPitch];
   __shared__ u32 acc_row[TileAcc<RowOp, kTM, kTN>::kSize];
   __shared__ u32 acc_col[TileAcc<ColOp, kTN, kTM>::kSize];
+  __shared__ BlockScale row_col_scales[ColumnScales<Cfg, RowOp, false>::kSize];
+  __shared__ BlockScale col_col_scales[ColumnScales<Cfg, ColOp, true>::kSize];
 
   const TilePass<Cfg> pass(a);
   const i64 tiles = pass.tiles;
@@ -643,6 +668,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) tile[tr * kPitch + tc + e] = v[e];
     }
+    if constexpr (kRows) fill_column_scales<Cfg, RowOp, false>(row_col_scales, a.row, i0, j0);
+    if constexpr (kCols) fill_column_scales<Cfg, ColOp, true>(col_col_scales, a.col, i0, j0);
     __syncthreads();
     // The next tile's loads fly while this one is quantized.
     if (t + gridDim.x < tiles) fetch(next_at.i0(), next_at.j0());
@@ -661,10 +688,12 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
       }
     }
     if constexpr (kRows && !kRowGroups)
-      tile_operand<Cfg, RowOp, false>(tile, acc_row, a.row, i0, j0, a.seed, a.offset, row_max);
+      tile_operand<Cfg, RowOp, false>(tile, acc_row, a.row, i0, j0, a.seed, a.offset, row_max,
+                                      row_col_scales);
     if constexpr (kRows && kCols && Cfg::requant) __syncthreads();
     if constexpr (kCols && !kColGroups)
-      tile_operand<Cfg, ColOp, true>(tile, acc_col, a.col, i0, j0, a.seed, a.offset, col_max);
+      tile_operand<Cfg, ColOp, true>(tile, acc_col, a.col, i0, j0, a.seed, a.offset, col_max,
+                                     col_col_scales);
     __syncthreads();  // the tile and the accumulators are free again
     if constexpr (kStats) {
       if constexpr (kRows) tile_flush<Cfg, RowOp, false>(acc_row, a.row, i0, j0);

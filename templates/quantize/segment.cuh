@@ -152,11 +152,49 @@ struct SegmentScales {
   }
 };
 
+// E4M3 / E5M2 elements rounded to nearest even go through the hardware conversion of two floats
+// (cvt.rn.satfinite, sm_89 and later): IEEE rounding of normals and subnormals, finite values
+// past the largest saturating to it, as the reference's encode does. NaN and Inf, which it turns
+// into the format's NaN or largest value, take encode_element (the reference's codes: E5M2 keeps
+// Inf). The host build (emulator) takes encode_element throughout.
+template <class Op>
+FP4JIT_CONSTEXPR bool hardware_f8() {
+  return Op::elem != Elem::e2m1 && Op::round == nx::Round::even;
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+// The codes of lo (bits 0-7) and hi (bits 8-15).
+template <Elem kElem>
+FP4JIT_DEV u32 cvt_f8x2(float lo, float hi) {
+  unsigned short h;
+  if constexpr (kElem == Elem::e5m2)
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+  return h;
+}
+#endif
+
 // Codes of the segment: element e is scaled by its block's scale and rounded with the random
 // bits of index i0 + e. NaN blocks give code 0.
 template <class Op>
 FP4JIT_DEV void encode_vec(const float (&v)[kVec], const SegmentScales<Op>& sc, u64 seed, u64 i0,
                            u32 (&code)[kVec]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (hardware_f8<Op>()) {
+#pragma unroll
+    for (int e = 0; e < kVec; e += 2) {
+      const float x0 = apply_scale<Op>(v[e], sc.at(e)),
+                  x1 = apply_scale<Op>(v[e + 1], sc.at(e + 1));
+      const u32 pair = cvt_f8x2<Op::elem>(x0, x1);
+      u32 c0 = pair & 0xffu, c1 = pair >> 8;
+      if (!nx::is_finite(x0)) c0 = encode_element<Op>(x0, 0u);
+      if (!nx::is_finite(x1)) c1 = encode_element<Op>(x1, 0u);
+      code[e] = sc.at(e).nan ? 0u : c0;
+      code[e + 1] = sc.at(e + 1).nan ? 0u : c1;
+    }
+    return;
+  }
+#endif
   u32 rbits[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e) rbits[e] = 0u;
@@ -189,10 +227,13 @@ FP4JIT_DEV float requant_value(u32 code, const BlockScale& b, float s_enc) {
 // the segment's local tile-block stats (local_blocks) and is ignored otherwise; other scales
 // come from o.stats. n: elements in range (0: nothing is stored). requant_to (double
 // quantization): where the dequantized values of the n elements go, or null.
+// col_scales (block=col operands, or null): the block scales of operand columns col_base on,
+// computed once for the caller's tile instead of once per element here.
 template <class Op, int kLineStride>
 FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_blocks<Op>()], i64 r,
                                  i64 c0, int n, const OperandOut& o, float s_enc, u64 seed,
-                                 u64 offset, float* requant_to) {
+                                 u64 offset, float* requant_to,
+                                 const BlockScale* col_scales = nullptr, i64 col_base = 0) {
   using Scales = SegmentScales<Op>;
   constexpr int kSub = Scales::kSub;
   constexpr int kPer = Scales::kPer;
@@ -207,10 +248,12 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
   } else if constexpr (Scales::kPerColumn) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {  // if/else: a select of two structs goes through memory
-      if (e < n)
-        sc.per_col[e] = block_scale<Op>(o.stats[c0 + e], s_enc);
-      else
+      if (e >= n)
         sc.per_col[e] = kUnit;
+      else if (col_scales != nullptr)
+        sc.per_col[e] = col_scales[c0 + e - col_base];
+      else
+        sc.per_col[e] = block_scale<Op>(o.stats[c0 + e], s_enc);
     }
   } else {
 #pragma unroll

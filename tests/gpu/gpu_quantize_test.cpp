@@ -276,6 +276,82 @@ TEST(GpuQuantizeOcc, LongRowsMatchReference) {
   }
 }
 
+// E5M2 and E4M3 elements (msfp4's dy and dyt, and dy in E4M3): the kernels' hardware
+// conversion against the reference's encoder over a sweep of FP32 inputs: every binade from
+// below the smallest subnormal to the largest finite value, mantissas pseudo-random and on the
+// midpoints between neighbouring codes (ties to even), both signs, zeros, NaN and Inf. The
+// largest finite value is in the input, so the per-tensor scale is 1 and the values reach the
+// encoder as they are. Row-wise (quantize_rows) and as the pair (quantize_tile).
+TEST(GpuQuantizeF8, ScaledSweepMatchesReference) {
+  REQUIRE_GPU();
+  constexpr std::int64_t kRows = 512, kCols = 1024;
+  for (const char* spec : {"msfp4", "msfp4:dy.elem=e4m3,dyt.elem=e4m3"}) {
+    const Recipe recipe = parse_recipe(spec);
+    const bool e5m2 = recipe[Role::dy].elem == ElemFormat::e5m2;
+    const float max_value = e5m2 ? 57344.0f : 448.0f;
+    const int man_bits = e5m2 ? 2 : 3, min_exp = e5m2 ? -16 : -9, max_exp = e5m2 ? 15 : 8;
+    HostInput in;
+    in.dtype = DType::f32;
+    in.rows = kRows;
+    in.cols = kCols;
+    in.values = Matrix<float>(kRows, kCols);
+    std::uint32_t state = 12345u;
+    for (std::int64_t i = 0; i < kRows * kCols; ++i) {
+      state = state * 1664525u + 1013904223u;
+      const int exp = min_exp - 3 + static_cast<int>(i % (max_exp - min_exp + 4));
+      std::uint32_t man = state >> 9;
+      if ((i / 7) % 3 == 0)  // a midpoint: one bit below the code's last mantissa bit
+        man = ((state >> 20) << (23 - man_bits)) | (1u << (22 - man_bits));
+      std::uint32_t bits =
+          (state & 0x80000000u) | (static_cast<std::uint32_t>(exp + 127) << 23) | (man & 0x7fffffu);
+      float v;
+      std::memcpy(&v, &bits, 4);
+      if (std::fabs(v) > max_value) v = std::copysign(max_value, v);
+      switch (i % 997) {
+        case 0:
+          v = max_value;
+          break;
+        case 1:
+          v = -0.0f;
+          break;
+        case 2:
+          v = 0.0f;
+          break;
+        case 3:
+          v = std::nanf("");
+          break;
+        case 4:
+          v = i % 2 ? -INFINITY : INFINITY;
+          break;
+        default:
+          break;
+      }
+      in.values(i / kCols, i % kCols) = v;
+    }
+    in.bytes.resize(static_cast<std::size_t>(kRows * kCols * 4));
+    std::memcpy(in.bytes.data(), in.values.data.data(), in.bytes.size());
+    const DeviceInput din(in, 0);
+    const QuantizedTensor ref = reference::quantize(recipe, Role::dy, in.values, {});
+    const QuantizedTensor ref_t = reference::quantize(recipe, Role::dyt, in.values, {});
+    for (const bool pair : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}{}", spec, pair ? " pair" : ""));
+      HostOperand out(ref.layout, 0), out_t(ref_t.layout, 0);
+      DeviceOperand dout(out), dout_t(out_t);
+      if (pair)
+        engine.quantize_pair(recipe, Role::dy, din.view, dout.view(), dout_t.view(), {});
+      else
+        engine.quantize(recipe, Role::dy, din.view, dout.view(), {});
+      Gpu::get()->scope.synchronize();
+      dout.download(out);
+      ASSERT_EQ(compare(ref, out, false), "");
+      if (pair) {
+        dout_t.download(out_t);
+        ASSERT_EQ(compare(ref_t, out_t, false), "");
+      }
+    }
+  }
+}
+
 class GpuDequantize : public testing::TestWithParam<std::string> {};
 
 TEST_P(GpuDequantize, MatchesReference) {
