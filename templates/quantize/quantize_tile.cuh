@@ -282,7 +282,8 @@ FP4JIT_CONSTEXPR int tile_min_blocks() {
                            (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
   constexpr bool kHadamard = (kRows && Cfg::RowOp::had != 0) || (kCols && Cfg::ColOp::had != 0);
   constexpr int kPerSm = kPacked ? 768 : 512;
-  if constexpr (!tile_raw_path<Cfg>() || kHadamard || kPerSm % Cfg::threads != 0) return 1;
+  if constexpr (kHadamard || kPerSm % Cfg::threads != 0) return 1;
+  if constexpr (!tile_raw_path<Cfg>()) return 768 / Cfg::threads;
   return kPerSm / Cfg::threads;
 }
 
