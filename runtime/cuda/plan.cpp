@@ -168,6 +168,8 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   sel.row_counts = row_counts;
   sel.col_counts = col_counts;
   sel.chunk_counts = chunk_counts;
+  const auto addr = reinterpret_cast<std::uintptr_t>(in.data);
+  sel.vector_ok = (addr % 16 == 0 && (stride_of(in) * dtype_size(in.dtype)) % 16 == 0) ? 1u : 0u;
   for (int t = 0; t < 2; ++t) {
     sel.stats[t] = stats[t] != nullptr ? stats[t]->stats_out : nullptr;
     sel.amax_bits[t] = stats[t] != nullptr ? stats[t]->amax_bits : nullptr;
@@ -195,7 +197,8 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
                                chunk_counts,
                                out.residual_index,
                                out.residual_value,
-                               out.residual_capacity};
+                               out.residual_capacity,
+                               sel.vector_ok};
     const i64 grid = std::min<i64>(cols ? ceil_div(in.cols, 32) * chunks : in.rows, 1 << 20);
     launch(codegen::occ_write_kernel(in.dtype, cols, device_.target), grid, 256, w, in_bytes);
   };

@@ -50,6 +50,7 @@ struct OccSelectArgs {
   // Null entries: not wanted.
   u32* stats[2];
   u32* amax_bits[2];
+  u32 vector_ok;  // 16-byte loads of the rows are aligned (checked by the host)
 };
 // Source rows per chunk of the transposed operand's residual list: occ_write walks each chunk of
 // every 32 columns in its own CTA, from the chunk's first list position.
@@ -80,6 +81,7 @@ struct OccWriteArgs {
   i64* index;               // [capacity]
   float* value;             // [capacity]
   i64 capacity;
+  u32 vector_ok;  // 16-byte loads of the rows are aligned (checked by the host)
 };
 
 // dequantize: operand codes and scales back to values (operand layout), or to the source layout

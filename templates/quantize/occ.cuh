@@ -94,6 +94,25 @@ FP4JIT_DEV u32 complete_key(u32 prefix) {
   }
 }
 
+// Calls f(c, x) for this thread's elements of one row (row_base: the flat index of its first
+// element), kVec consecutive ones per 16-byte load where `vector`, else one at a time; in no
+// particular order (the callers count).
+template <InType T, int kThreads, class F>
+FP4JIT_DEV void for_row(const void* in, i64 row_base, i64 cols, bool vector, F&& f) {
+  i64 c = threadIdx.x;
+  if (vector) {
+    const i64 whole = cols / kVec;
+    for (i64 v = threadIdx.x; v < whole; v += kThreads) {
+      float x[kVec];
+      load_vec<T>(in, row_base + v * kVec, kVec, true, false, x);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) f(v * kVec + e, x[e]);
+    }
+    c = whole * kVec + threadIdx.x;
+  }
+  for (; c < cols; c += kThreads) f(c, load_one<T>(in, row_base + c));
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ u32 hist[2][256];
@@ -101,6 +120,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ i64 kth[2];
   __shared__ u32 block_count, block_stat;
   const bool want_stats = a.stats[0] != nullptr || a.stats[1] != nullptr;
+  const bool vector = a.vector_ok != 0u;
   u32 finite_amax = 0u;  // of the clamped values this thread saw
   for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const void* in = a.in;
@@ -120,12 +140,12 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       __syncthreads();
       const u32 p0 = prefix[0], p1 = prefix[1];
       const bool same = p0 == p1;  // the targets share their keys: one histogram
-      for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
-        const u32 key = sort_key(load_one<Cfg::in>(in, base + c));
+      for_row<Cfg::in, Cfg::threads>(in, base, a.cols, vector, [&](i64, float x) {
+        const u32 key = sort_key(x);
         const u32 d = (key >> shift) & 255u;
         if ((key & mask) == p0) atomicAdd(&hist[0][d], 1u);
         if (!same && (key & mask) == p1) atomicAdd(&hist[1][d], 1u);
-      }
+      });
       __syncthreads();
       if (warp_id() < 2) {
         const int w = warp_id();
@@ -146,8 +166,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       a.lohi[2 * row + 1] = hi;
     }
     u32 count = 0u, row_max = 0u;
-    for (i64 c = threadIdx.x; c < a.cols; c += Cfg::threads) {
-      const float x = load_one<Cfg::in>(in, base + c);
+    for_row<Cfg::in, Cfg::threads>(in, base, a.cols, vector, [&](i64 c, float x) {
       const float v = occ_clamp(x, lo, hi);
       // |v|'s bits, as the stats pass takes them (NaN and Inf at or above 0x7f800000).
       const u32 m = abs_bits(v);
@@ -161,7 +180,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
             atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
         }
       }
-    }
+    });
     if (a.row_counts != nullptr || want_stats) {
       count = warp_sum(count);
       row_max = warp_max(row_max);
@@ -256,10 +275,12 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
         const i64 c0 = base + static_cast<i64>(threadIdx.x) * kVec;
         float x[kVec];
         u32 flags = 0u, count = 0u;
+        const i64 left = a.cols - c0;
+        const int n = left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
+        load_vec<Cfg::in>(a.in, row * a.stride + c0, n, a.vector_ok != 0u && n == kVec, true, x);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          x[e] = c0 + e < a.cols ? load_one<Cfg::in>(a.in, row * a.stride + c0 + e) : 0.0f;
-          if (c0 + e < a.cols && occ_clamp(x[e], lo, hi) != x[e]) {
+          if (e < n && occ_clamp(x[e], lo, hi) != x[e]) {
             flags |= 1u << e;
             ++count;
           }
