@@ -58,6 +58,17 @@ bool occ_stats_in_select(const OperandSpec& s, bool transposed) {
   return s.occ && s.had.size == 0 &&
          s.block.kind == (transposed ? Block::Kind::col : Block::Kind::row);
 }
+// Whether a pair's operands have the same stats pass: both scaled per source row (block=row
+// row-wise, block=col transposed, as msfp4's w and wt) or both per tensor (msfp4's dy and dyt),
+// from the same values (no Hadamard, no OCC, the transposed one quantized directly). One stats
+// pass of the row-wise operand by quantize_rows then serves both.
+bool shared_source_stats(const OperandSpec& r, const OperandSpec& c) {
+  const bool per_row = r.block.kind == Block::Kind::row && c.block.kind == Block::Kind::col;
+  const bool per_tensor =
+      r.block.kind == Block::Kind::tensor && c.block.kind == Block::Kind::tensor;
+  return (per_row || per_tensor) && r.had.size == 0 && c.had.size == 0 && !r.occ && !c.occ &&
+         c.src == Source::direct;
+}
 
 class Planner {
  public:
@@ -361,7 +372,16 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   kern::OperandOut orow = operand_out(lr, out), ocol = operand_out(lc, out_t);
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
-  bool stats_c = prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
+  const bool shared = stats_r && shared_source_stats(sr, sc);
+  bool stats_c = !shared && prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
+  if (shared) {  // the row-wise operand's stats pass, by the rows kernel, serves both
+    kern::QuantizeArgs ar = a;
+    ar.row = orow;
+    pass(&opr, nullptr, false, in, kern::Phase::stats, false, ar, in_bytes);
+    ocol.stats = orow.stats;
+    ocol.amax_bits = orow.amax_bits;
+    stats_r = false;
+  }
   if (sr.occ) {  // one select for both operands
     const bool select_r = stats_r && occ_stats_in_select(sr, false);
     const bool select_c = stats_c && occ_stats_in_select(sc, true);

@@ -163,25 +163,29 @@ TEST_P(EmuQuantize, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuQuantize, testing::ValuesIn(all_cases()), case_name);
 
-// msfp4's x and xt are scaled per source row, so occ_select, which reads each row anyway, writes
-// their stat words and amax: the plan has one quantize pass and no stats pass, alone or as the
-// pair, and still matches the reference. With a Hadamard on x the select cannot (the stats are
-// of the rotated values): that plan keeps its stats pass (planned only, its kernels are not
-// compiled into the emulator).
-TEST(EmuQuantizePlan, OccRowStatsComeFromTheSelect) {
+// Where one pass does another's work. msfp4's x and xt are scaled per source row, so
+// occ_select, which reads each row anyway, writes their stat words and amax: x alone, xt alone
+// and the pair run no stats pass. w and wt (per source row, no OCC) and dy and dyt (per tensor)
+// share one stats pass, by quantize_rows over the row-wise operand. With a Hadamard on x and w the
+// select cannot give their stats (those are of the rotated values) and w's stats are not wt's: the
+// stats passes stay (planned only: their kernels are not compiled into the emulator). The
+// executed plans match the reference.
+TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
   struct PlanCase {
     const char* recipe;
     Role role;
     bool pair;
-    int stats_passes;
+    int selects, rows_stats, tile_stats;
   };
+  const char* had = "msfp4:x.had=16,w.had=16";
   for (const PlanCase& c :
-       {PlanCase{"msfp4", Role::x, false, 0}, PlanCase{"msfp4", Role::xt, false, 0},
-        PlanCase{"msfp4", Role::x, true, 0}, PlanCase{"msfp4:x.had=16,w.had=16", Role::x, false, 1},
-        PlanCase{"msfp4:x.had=16,w.had=16", Role::x, true, 1}}) {
+       {PlanCase{"msfp4", Role::x, false, 1, 0, 0}, PlanCase{"msfp4", Role::xt, false, 1, 0, 0},
+        PlanCase{"msfp4", Role::x, true, 1, 0, 0}, PlanCase{"msfp4", Role::w, true, 0, 1, 0},
+        PlanCase{"msfp4", Role::dy, true, 0, 1, 0}, PlanCase{had, Role::x, false, 1, 1, 0},
+        PlanCase{had, Role::x, true, 1, 0, 1}, PlanCase{had, Role::w, true, 0, 0, 1}}) {
     SCOPED_TRACE(fmt::format("{} {}{}", c.recipe, name(c.role), c.pair ? " pair" : ""));
     const Recipe recipe = parse_recipe(c.recipe);
-    const Role partner = c.role == Role::x ? Role::xt : Role::x;
+    const Role partner = c.role == Role::w ? Role::wt : (c.role == Role::dy ? Role::dyt : Role::xt);
     HostInput in = make_input(InputKind::adversarial, DType::bf16, 64, 256, 77, false);
     const reference::QuantizeOptions ropt{.seed = 5, .offset = 0};
     const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
@@ -193,23 +197,26 @@ TEST(EmuQuantizePlan, OccRowStatsComeFromTheSelect) {
                                  QuantizeArgs{5, 0}, kDevice, a);
     };
     cuda::Arena counting;
-    int quantize_passes = 0, stats_passes = 0, selects = 0;
+    int quantize_passes = 0, rows_stats = 0, tile_stats = 0, selects = 0;
     for (const cuda::Step& s : make(counting)) {
       const auto* l = std::get_if<cuda::Launch>(&s);
       if (l == nullptr) continue;
       selects += l->kernel.op == "occ_select";
       if (l->kernel.op != "quantize_rows" && l->kernel.op != "quantize_tile") continue;
-      ++(l->kernel.key_text.find("phase=stats") != std::string::npos ? stats_passes
-                                                                     : quantize_passes);
+      if (l->kernel.key_text.find("phase=stats") == std::string::npos)
+        ++quantize_passes;
+      else
+        ++(l->kernel.op == "quantize_rows" ? rows_stats : tile_stats);
     }
-    EXPECT_EQ(selects, 1);
+    EXPECT_EQ(selects, c.selects);
     EXPECT_EQ(quantize_passes, 1);
-    EXPECT_EQ(stats_passes, c.stats_passes);
-    if (c.stats_passes != 0) continue;
+    EXPECT_EQ(rows_stats, c.rows_stats);
+    EXPECT_EQ(tile_stats, c.tile_stats);
+    if (c.recipe == had) continue;
     run(make);
-    ASSERT_EQ(compare(ref, o, true), "");
+    ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "");
     if (c.pair) {
-      ASSERT_EQ(compare(ref_t, o_t, true), "");
+      ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "");
     }
   }
 }
