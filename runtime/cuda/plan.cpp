@@ -4,9 +4,9 @@
 // operand needs a global amax (two-level) or blocks larger than a thread group: zeroed stat
 // words, quantize_rows/quantize_tile in the stats phase; for an OCC operand scaled per source
 // row, occ_select does it; a pair whose operands have the same stats runs it once] -> quantize
-// pass. Double quantization
-// (src=requant) fuses into quantize_tile's pair mode when it can; otherwise it is planned as
-// quantize(forward) -> dequantize to the source layout -> quantize from that.
+// pass. Double quantization (src=requant) fuses into quantize_tile's pair mode when it can;
+// otherwise it is planned as quantize(forward) -> dequantize to the source layout -> quantize
+// from that.
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
