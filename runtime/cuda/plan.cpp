@@ -1,4 +1,5 @@
-// Launch planning for quantize, quantize_pair, dequantize and dge (see plan.hpp).
+// Launch planning for quantize, quantize_pair, dequantize and dge (see plan.hpp); the kernels a
+// recipe's plans use: recipe_kernels.cpp; quantize configs as text: quantize_tuning.cpp.
 //
 // One operand, in order: [OCC: occ_select -> occ_scan -> occ_write] -> [stats pass, when the
 // operand needs a global amax (two-level) or blocks larger than a thread group: zeroed stat
@@ -10,10 +11,7 @@
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <cstring>
-#include <set>
 
 #include "codegen/kernels.hpp"
 #include "core/quantized.hpp"
@@ -59,15 +57,15 @@ bool occ_stats_in_select(const OperandSpec& s, bool transposed) {
   return s.occ && s.had.size == 0 &&
          s.block.kind == (transposed ? Block::Kind::col : Block::Kind::row);
 }
-// Whether a pair's operands have the same stats pass: both scaled per source row (block=row
-// row-wise, block=col transposed, as msfp4's w and wt) or both per tensor (msfp4's dy and dyt),
-// from the same values (no Hadamard, no OCC, the transposed one quantized directly). One stats
-// pass of the row-wise operand by quantize_rows then serves both.
+// Whether a pair's operands have the same stats: both scaled per source row (block=row row-wise,
+// block=col transposed: msfp4's x and xt, w and wt) or both per tensor (msfp4's dy and dyt), from
+// the same values (no Hadamard, the same OCC, the transposed one quantized directly). One stats
+// pass of the row-wise operand (occ_select's, or quantize_rows') then serves both.
 bool shared_source_stats(const OperandSpec& r, const OperandSpec& c) {
   const bool per_row = r.block.kind == Block::Kind::row && c.block.kind == Block::Kind::col;
   const bool per_tensor =
       r.block.kind == Block::Kind::tensor && c.block.kind == Block::Kind::tensor;
-  return (per_row || per_tensor) && r.had.size == 0 && c.had.size == 0 && !r.occ && !c.occ &&
+  return (per_row || per_tensor) && r.had.size == 0 && c.had.size == 0 && r.occ == c.occ &&
          c.src == Source::direct;
 }
 
@@ -109,11 +107,10 @@ class Planner {
   kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
   // OCC of `in`: lo and hi per source row from one select, then the residual list of each
   // operand given (the row-wise one, the transposed one, or both); returns lo / hi. The select
-  // also does the stats pass of the operands in `stats` (their stats_out and amax_bits; see
-  // occ_stats_in_select), null entries none.
+  // also does the stats pass of `stats` (its stats_out and amax_bits; see occ_stats_in_select),
+  // if not null.
   const float* occ(const TensorView& in, const QuantizedView* rows_out,
-                   const QuantizedView* cols_out,
-                   std::array<const kern::OperandOut*, 2> stats = {nullptr, nullptr});
+                   const QuantizedView* cols_out, const kern::OperandOut* stats);
   // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
@@ -157,8 +154,7 @@ kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView&
 }
 
 const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
-                          const QuantizedView* cols_out,
-                          std::array<const kern::OperandOut*, 2> stats) {
+                          const QuantizedView* cols_out, const kern::OperandOut* stats) {
   const i64 n = in.cols;
   float* lohi = arena_.take<float>(2 * in.rows);
   u32* row_counts = rows_out != nullptr ? arena_.take<u32>(in.rows) : nullptr;
@@ -182,10 +178,8 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   sel.chunk_counts = chunk_counts;
   const auto addr = reinterpret_cast<std::uintptr_t>(in.data);
   sel.vector_ok = (addr % 16 == 0 && (stride_of(in) * dtype_size(in.dtype)) % 16 == 0) ? 1u : 0u;
-  for (int t = 0; t < 2; ++t) {
-    sel.stats[t] = stats[t] != nullptr ? stats[t]->stats_out : nullptr;
-    sel.amax_bits[t] = stats[t] != nullptr ? stats[t]->amax_bits : nullptr;
-  }
+  sel.stats = stats != nullptr ? stats->stats_out : nullptr;
+  sel.amax_bits = stats != nullptr ? stats->amax_bits : nullptr;
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   launch(codegen::occ_select_kernel(in.dtype, device_.target), std::min<i64>(in.rows, 1 << 20), 256,
          sel, in_bytes);
@@ -299,8 +293,8 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
   bool stats = prepare_stats(op, tile_kernel, l, out, amax_in, o);
   if (s.occ) {
     const bool in_select = stats && occ_stats_in_select(s, transposed);
-    o.lohi = occ(in, transposed ? nullptr : &out, transposed ? &out : nullptr,
-                 {in_select ? &o : nullptr, nullptr});
+    o.lohi =
+        occ(in, transposed ? nullptr : &out, transposed ? &out : nullptr, in_select ? &o : nullptr);
     stats = stats && !in_select;
   }
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
@@ -373,23 +367,24 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   kern::OperandOut orow = operand_out(lr, out), ocol = operand_out(lc, out_t);
   const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
   bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
+  // Operands with the same stats share the row-wise operand's words and amax.
   const bool shared = stats_r && shared_source_stats(sr, sc);
   bool stats_c = !shared && prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
-  if (shared) {  // the row-wise operand's stats pass, by the rows kernel, serves both
-    kern::QuantizeArgs ar = a;
-    ar.row = orow;
-    pass(&opr, nullptr, false, in, kern::Phase::stats, false, ar, in_bytes);
+  if (shared) {
     ocol.stats = orow.stats;
     ocol.amax_bits = orow.amax_bits;
-    stats_r = false;
   }
-  if (sr.occ) {  // one select for both operands
+  if (sr.occ) {  // one select for both operands, and the stats pass of one that it can take
     const bool select_r = stats_r && occ_stats_in_select(sr, false);
-    const bool select_c = stats_c && occ_stats_in_select(sc, true);
-    orow.lohi = ocol.lohi =
-        occ(in, &out, &out_t, {select_r ? &orow : nullptr, select_c ? &ocol : nullptr});
+    const bool select_c = !select_r && stats_c && occ_stats_in_select(sc, true);
+    orow.lohi = ocol.lohi = occ(in, &out, &out_t, select_r ? &orow : (select_c ? &ocol : nullptr));
     stats_r = stats_r && !select_r;
     stats_c = stats_c && !select_c;
+  }
+  if (shared && stats_r) {  // the shared stats pass, by the rows kernel (clamped by lo / hi)
+    a.row = orow;
+    pass(&opr, nullptr, false, in, kern::Phase::stats, false, a, in_bytes);
+    stats_r = false;
   }
   if (stats_r || stats_c) {
     a.row = orow;
@@ -449,39 +444,6 @@ void Planner::dge(const TensorView& w, const TensorView& out) {
 
 }  // namespace
 
-std::string QuantizeTuning::text() const {
-  if (rows) return "rows:" + rows->text();
-  if (tile) return "tile:" + tile->text();
-  return "";
-}
-
-QuantizeTuning parse_quantize_tuning(const std::string& text) {
-  const auto bad = [&](std::string_view why) {
-    fail(ErrorKind::invalid_argument, "quantize config '{}': {}", text, why);
-  };
-  const auto colon = text.find(':');
-  if (colon == std::string::npos) bad("expected rows:... or tile:...");
-  const std::string kind = text.substr(0, colon);
-  int threads = 0, a = 0, b = 0;
-  char tail = 0;
-  QuantizeTuning t;
-  const std::string rest = text.substr(colon + 1);
-  if (kind == "rows") {
-    if (std::sscanf(rest.c_str(), "threads=%d,unroll=%d%c", &threads, &a, &tail) != 2)
-      bad("expected rows:threads=N,unroll=N");
-    t.rows = codegen::RowsConfig{threads, a};
-    t.rows->validate();
-  } else if (kind == "tile") {
-    if (std::sscanf(rest.c_str(), "threads=%d,tile=%dx%d%c", &threads, &a, &b, &tail) != 3)
-      bad("expected tile:threads=N,tile=RxC");
-    t.tile = codegen::TileConfig{threads, a, b};
-  } else {
-    bad("the kernel must be rows or tile");
-  }
-  if (t.text() != text) bad("not in canonical form");
-  return t;
-}
-
 Plan plan_quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                    const QuantizedView* out_t, const QuantizeArgs& args, const DeviceInfo& device,
                    Arena& arena) {
@@ -507,49 +469,6 @@ Plan plan_dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
   Planner p(recipe, device, arena);
   p.dge(w, out);
   return p.take();
-}
-
-std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const std::string& target,
-                                                  std::span<const DType> dtypes) {
-  // Dry plans over a shape every block and transform divides; fake addresses, never touched.
-  const DeviceInfo device{target, 132};
-  constexpr std::int64_t kN = 256;
-  std::vector<codegen::KernelSource> out;
-  std::set<std::string> seen;
-  const auto collect = [&](const Plan& plan) {
-    for (const Step& s : plan)
-      if (const Launch* l = std::get_if<Launch>(&s))
-        if (seen.insert(l->kernel.key_text).second) out.push_back(l->kernel);
-  };
-  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
-  QuantizedView q;
-  q.codes = fake;
-  q.scales = fake;
-  q.tensor_scale = reinterpret_cast<float*>(fake);
-  q.amax = reinterpret_cast<float*>(fake);
-  q.residual_index = reinterpret_cast<std::int64_t*>(fake);
-  q.residual_value = reinterpret_cast<float*>(fake);
-  q.residual_count = reinterpret_cast<std::int64_t*>(fake);
-  q.residual_capacity = kN * kN;
-  for (DType dt : dtypes) {
-    const TensorView in{fake, dt, kN, kN, 0};
-    for (Role role : kAllRoles) {
-      Arena arena;
-      collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
-      collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
-    }
-    for (Role role : {Role::x, Role::w, Role::dy}) {
-      Arena arena;
-      collect(plan_quantize(recipe, role, in, q, &q, QuantizeArgs{}, device, arena));
-    }
-    if (recipe[Role::w].dge) {
-      for (DType out_type : dtypes) {
-        Arena arena;
-        collect(plan_dge(recipe, in, TensorView{fake, out_type, kN, kN, 0}, device, arena));
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace fp4jit::cuda

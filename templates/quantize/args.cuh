@@ -44,12 +44,12 @@ struct OccSelectArgs {
   u32* col_counts;    // per source column (the transposed operand's rows; zeroed first), or null
   u32* chunk_counts;  // with col_counts: [ceil(rows / kOccChunkRows)][cols] (zeroed first), the
                       // column counts of each chunk of source rows, or null
-  // The stats pass of up to two operands whose blocks are the source rows (no Hadamard), done
-  // here: the stat word of each clamped row (its largest |clamp(x)|, stat_of) into stats[t][row],
-  // and the finite amax of the clamped values accumulated into amax_bits[t] (zeroed first).
-  // Null entries: not wanted.
-  u32* stats[2];
-  u32* amax_bits[2];
+  // The stats pass of operands whose blocks are the source rows (no Hadamard; a pair's two share
+  // it), done here: the stat word of each clamped row (its largest |clamp(x)|, stat_of) into
+  // stats[row], and the finite amax of the clamped values accumulated into *amax_bits (zeroed
+  // first). Null: not wanted.
+  u32* stats;
+  u32* amax_bits;
   u32 vector_ok;  // 16-byte loads of the rows are aligned (checked by the host)
 };
 // Source rows per chunk of the transposed operand's residual list: occ_write walks each chunk of

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ u32 prefix[2];
   __shared__ i64 kth[2];
   __shared__ u32 block_count, block_stat;
-  const bool want_stats = a.stats[0] != nullptr || a.stats[1] != nullptr;
+  const bool want_stats = a.stats != nullptr;
   const bool vector = a.vector_ok != 0u;
   u32 finite_amax = 0u;  // of the clamped values this thread saw
   for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
@@ -191,17 +191,14 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       __syncthreads();
       if (threadIdx.x == 0) {
         if (a.row_counts != nullptr) a.row_counts[row] = block_count;
-        for (int t = 0; t < 2; ++t)
-          if (a.stats[t] != nullptr) a.stats[t][row] = stat_of(block_stat);
+        if (want_stats) a.stats[row] = stat_of(block_stat);
       }
     }
     __syncthreads();
   }
   if (want_stats) {
     finite_amax = warp_max(finite_amax);
-    if (lane_id() == 0)
-      for (int t = 0; t < 2; ++t)
-        if (a.amax_bits[t] != nullptr) atomicMax(a.amax_bits[t], finite_amax);
+    if (lane_id() == 0) atomicMax(a.amax_bits, finite_amax);
   }
 }
 

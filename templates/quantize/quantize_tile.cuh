@@ -113,9 +113,8 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
     } else {
       if constexpr (Op::block == BlockKind::tile) tile_stats<Op, kL, 1>(v, stat);
       // Double quantization: the transposed pass reads the dequantized values (padding stays 0).
-      quantize_segment<Op, 1>(
-          v, stat, r, c0, n, o, s_enc, seed, offset, kRequant ? tile + tl * kPitch + tk : nullptr,
-          ColumnScales<Cfg, Op, kTransposed>::kUsed ? col_scales : nullptr, col0);
+      quantize_segment<Op, 1>(v, stat, r, c0, n, o, s_enc, seed, offset,
+                              kRequant ? tile + tl * kPitch + tk : nullptr, col_scales, col0);
     }
   }
 }

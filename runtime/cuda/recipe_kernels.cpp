@@ -1,0 +1,52 @@
+// recipe_kernels (plan.hpp): every kernel a recipe's quantize, dequantize and DGE plans can
+// launch, found by planning them dry.
+#include <set>
+
+#include "runtime/cuda/plan.hpp"
+
+namespace fp4jit::cuda {
+
+std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const std::string& target,
+                                                  std::span<const DType> dtypes) {
+  // Dry plans over a shape every block and transform divides; fake addresses, never touched.
+  const DeviceInfo device{target, 132};
+  constexpr std::int64_t kN = 256;
+  std::vector<codegen::KernelSource> out;
+  std::set<std::string> seen;
+  const auto collect = [&](const Plan& plan) {
+    for (const Step& s : plan)
+      if (const Launch* l = std::get_if<Launch>(&s))
+        if (seen.insert(l->kernel.key_text).second) out.push_back(l->kernel);
+  };
+  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+  QuantizedView q;
+  q.codes = fake;
+  q.scales = fake;
+  q.tensor_scale = reinterpret_cast<float*>(fake);
+  q.amax = reinterpret_cast<float*>(fake);
+  q.residual_index = reinterpret_cast<std::int64_t*>(fake);
+  q.residual_value = reinterpret_cast<float*>(fake);
+  q.residual_count = reinterpret_cast<std::int64_t*>(fake);
+  q.residual_capacity = kN * kN;
+  for (DType dt : dtypes) {
+    const TensorView in{fake, dt, kN, kN, 0};
+    for (Role role : kAllRoles) {
+      Arena arena;
+      collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
+      collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
+    }
+    for (Role role : {Role::x, Role::w, Role::dy}) {
+      Arena arena;
+      collect(plan_quantize(recipe, role, in, q, &q, QuantizeArgs{}, device, arena));
+    }
+    if (recipe[Role::w].dge) {
+      for (DType out_type : dtypes) {
+        Arena arena;
+        collect(plan_dge(recipe, in, TensorView{fake, out_type, kN, kN, 0}, device, arena));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fp4jit::cuda
