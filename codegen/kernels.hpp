@@ -18,22 +18,31 @@ namespace fp4jit::codegen {
 struct RowsConfig {
   int threads = 256;
   int unroll = 4;
-  std::string text() const;
+  int min_blocks = 0;  // CTAs per SM asked of the register allocator (0: none)
+  std::string text() const;  // "threads=N,unroll=N", then ",minb=N" where min_blocks is set
   void validate() const;  // throws Error(invalid_argument)
   // The same, and that the config fits the operand's path for input `in`.
   void validate(const OperandSpec& s, DType in) const;
 };
+// The heuristic's config; FP4JIT_QUANTIZE_ROWS="threads=N,unroll=N,minb=N" (any of the fields)
+// replaces those fields, as FP4JIT_QUANTIZE_TILE below.
 RowsConfig default_rows_config(const OperandSpec& s, DType in);
 
-// quantize_tile: CTA size and the source tile.
+// quantize_tile: CTA size, the source tile, and the CTAs per SM asked of the register allocator
+// (__launch_bounds__' second argument; 0: the kernel's own rule, tile_min_blocks in
+// templates/quantize/quantize_tile.cuh).
 struct TileConfig {
   int threads = 256;
   int tile_rows = 64;
   int tile_cols = 64;
-  std::string text() const;
+  int min_blocks = 0;
+  std::string text() const;  // "threads=N,tile=RxC", then ",minb=N" where min_blocks is set
   // Throws Error(invalid_argument) unless the tile holds whole groups of the operands.
   void validate(const OperandSpec* row, const OperandSpec* col, DType in) const;
 };
+// The heuristic's config; FP4JIT_QUANTIZE_TILE="threads=N,tile=RxC,minb=N" (any of the fields)
+// replaces those fields (measurements and diagnostics; a config the kernel cannot take is an
+// error naming the variable).
 TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in);
 
 KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,

@@ -1,6 +1,9 @@
 // Stub of templates/quantize/quantize_rows.cuh, and its config.
 #include <fmt/format.h>
 
+#include <cstdlib>
+
+#include "codegen/config_env.hpp"
 #include "codegen/kernels.hpp"
 #include "core/error.hpp"
 
@@ -23,7 +26,9 @@ std::string mode_name(kern::Mode m) {
 }
 
 std::string RowsConfig::text() const {
-  return fmt::format("threads={},unroll={}", threads, unroll);
+  std::string t = fmt::format("threads={},unroll={}", threads, unroll);
+  if (min_blocks != 0) t += fmt::format(",minb={}", min_blocks);
+  return t;
 }
 
 void RowsConfig::validate() const {
@@ -32,6 +37,11 @@ void RowsConfig::validate() const {
          "quantize_rows config: threads={} (a multiple of 32 in [32, 1024])", threads);
   if (unroll < 1 || unroll > 8)
     fail(ErrorKind::invalid_argument, "quantize_rows config: unroll={} (1..8)", unroll);
+  if (min_blocks < 0 || threads * min_blocks > 2048)
+    fail(ErrorKind::invalid_argument,
+         "quantize_rows config: minb={} (CTAs per SM for the register allocator: 0 or at most "
+         "2048 / threads)",
+         min_blocks);
 }
 
 void RowsConfig::validate(const OperandSpec& s, DType in) const {
@@ -48,7 +58,9 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 // Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
 // 32 bytes). Lane-owned groups: 8 warps with two items in flight each (three ring slots of 2 KiB
 // per warp for 16-bit input), 4 warps for FP32 (4 KiB items).
-RowsConfig default_rows_config(const OperandSpec& s, DType in) {
+namespace {
+
+RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
   RowsConfig c;
   if (lane_groups(s)) {
     c.threads = in == DType::f32 ? 128 : 256;
@@ -57,6 +69,22 @@ RowsConfig default_rows_config(const OperandSpec& s, DType in) {
   }
   c.threads = 256;
   c.unroll = in == DType::f32 ? 2 : 4;
+  return c;
+}
+
+}  // namespace
+
+RowsConfig default_rows_config(const OperandSpec& s, DType in) {
+  RowsConfig c = heuristic_rows_config(s, in);
+  const char* env = std::getenv("FP4JIT_QUANTIZE_ROWS");
+  if (env == nullptr || *env == '\0') return c;
+  apply_config_fields("FP4JIT_QUANTIZE_ROWS", env,
+                      {{"threads", &c.threads}, {"unroll", &c.unroll}, {"minb", &c.min_blocks}});
+  try {
+    c.validate(s, in);
+  } catch (const Error& e) {
+    fail(ErrorKind::invalid_argument, "FP4JIT_QUANTIZE_ROWS='{}': {}", env, e.what());
+  }
   return c;
 }
 
@@ -79,8 +107,10 @@ KernelSource rows_source(const KernelOperand& op, DType in, kern::Phase phase,
                        "  static constexpr k::Phase phase = k::Phase::{};\n"
                        "  static constexpr int threads = {};\n"
                        "  static constexpr int unroll = {};\n"
+                       "  static constexpr int min_blocks = {};\n"
                        "}};\n",
-                       in_type_name(in_type(in)), phase_name(phase), config.threads, config.unroll);
+                       in_type_name(in_type(in)), phase_name(phase), config.threads, config.unroll,
+                       config.min_blocks);
   k.key_text = KeyText()
                    .add("op", k.op)
                    .add("phase", phase_name(phase))

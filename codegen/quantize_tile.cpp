@@ -2,13 +2,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "codegen/config_env.hpp"
 #include "codegen/kernels.hpp"
 #include "core/error.hpp"
 
 namespace fp4jit::codegen {
 
 namespace {
+
+// Operands the raw-tile path takes (lane-owned groups, no OCC); null: no operand.
+bool raw_tile(const OperandSpec* s) {
+  return s == nullptr || (lane_groups(*s) && !s->occ);
+}
 
 // Elements along K one group of lanes spans, and operand rows per warp (quantize_tile's layout).
 int k_span(const OperandSpec& s) {
@@ -23,7 +30,9 @@ int lines_per_warp(const OperandSpec& s) {
 }  // namespace
 
 std::string TileConfig::text() const {
-  return fmt::format("threads={},tile={}x{}", threads, tile_rows, tile_cols);
+  std::string t = fmt::format("threads={},tile={}x{}", threads, tile_rows, tile_cols);
+  if (min_blocks != 0) t += fmt::format(",minb={}", min_blocks);
+  return t;
 }
 
 void TileConfig::validate(const OperandSpec* row, const OperandSpec* col, DType) const {
@@ -37,6 +46,8 @@ void TileConfig::validate(const OperandSpec* row, const OperandSpec* col, DType)
   if ((tile_rows * tile_cols / 8) % threads != 0)
     bad("the tile's 8-element segments must split evenly over threads");
   if (tile_rows * (tile_cols + 1) * 4 > 48 * 1024) bad("the tile must fit 48 KiB of shared memory");
+  if (min_blocks < 0 || threads * min_blocks > 2048)
+    bad("minb (CTAs per SM for the register allocator) must be 0 or at most 2048 / threads");
   if (row != nullptr) {
     if (tile_cols % k_span(*row) != 0)
       bad("tile columns must hold whole groups of the row-wise operand");
@@ -54,22 +65,47 @@ void TileConfig::validate(const OperandSpec* row, const OperandSpec* col, DType)
   }
 }
 
+namespace {
+
 // Operands all taken by lane-owned groups (the raw-tile path): 64 x 128 of 16-bit input (16 KiB,
 // three in the ring; per tile as many transposed column words as row groups of 32), 64 x 64 of
 // FP32. Otherwise 64 x 64 (8 KiB of BF16, 16.6 KiB of shared memory as float: several CTAs per
 // SM), grown to 128 along a side where a group (a Hadamard chunk of 128, a block of 128 or more)
 // needs it.
-TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
+TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
   TileConfig c;
-  const auto raw = [](const OperandSpec* s) {
-    return s == nullptr || (lane_groups(*s) && !s->occ);
-  };
-  if (raw(row) && raw(col)) {
+  if (raw_tile(row) && raw_tile(col)) {
     c.tile_cols = in == DType::f32 ? 64 : 128;
+    // Pairs of 16-bit input: one CTA of 512 threads per SM (a unit per thread per tile) ran
+    // 1.02-1.37x faster than CTAs of 256 (mxfp4, nvfp4 and ue5m3 on an H100,
+    // bench/quantize_notes.md), but for double quantization (two phases and barriers per tile)
+    // and 16-bit stochastic rounding, which lost 1.3-1.4x without a second CTA to overlap.
+    const auto light = [](const OperandSpec* s) {
+      return s->src != Source::requant && !(s->round == Round::stochastic && s->sr_bits == 16);
+    };
+    if (row != nullptr && col != nullptr && in != DType::f32 && light(row) && light(col))
+      c.threads = 512;
     return c;
   }
   if (row != nullptr) c.tile_cols = std::max(c.tile_cols, k_span(*row));
   if (col != nullptr) c.tile_rows = std::max(c.tile_rows, k_span(*col));
+  return c;
+}
+
+}  // namespace
+
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
+  TileConfig c = heuristic_tile_config(row, col, in);
+  const char* env = std::getenv("FP4JIT_QUANTIZE_TILE");
+  if (env == nullptr || *env == '\0') return c;
+  apply_config_fields("FP4JIT_QUANTIZE_TILE", env,
+                      {{"threads", &c.threads}, {"tile", &c.tile_rows, &c.tile_cols},
+                       {"minb", &c.min_blocks}});
+  try {
+    c.validate(row, col, in);
+  } catch (const Error& e) {
+    fail(ErrorKind::invalid_argument, "FP4JIT_QUANTIZE_TILE='{}': {}", env, e.what());
+  }
   return c;
 }
 
@@ -102,10 +138,11 @@ KernelSource tile_source(const KernelOperand* row, const KernelOperand* col, DTy
       "  static constexpr bool requant = {};\n"
       "  static constexpr int threads = {};\n"
       "  static constexpr int tile_rows = {}, tile_cols = {};\n"
+      "  static constexpr int min_blocks = {};\n"
       "}};\n",
       row ? "RowOperand" : "ColOperand", col ? "ColOperand" : "RowOperand",
       in_type_name(in_type(in)), phase_name(phase), mode_name(mode), requant ? "true" : "false",
-      config.threads, config.tile_rows, config.tile_cols);
+      config.threads, config.tile_rows, config.tile_cols, config.min_blocks);
   k.declarations = std::move(decl);
   KeyText key;
   key.add("op", k.op).add("phase", phase_name(phase));

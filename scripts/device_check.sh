@@ -13,7 +13,7 @@
 # carried with the run:
 #   .carry/bin/{fp4jit_gpu_tests,fp4jit_gpu_gemm_tests,fp4jit_quantize_bench,fp4jit}
 #                                                        static builds (FP4JIT_STATIC_RUNTIME=ON)
-#   .carry/cache.db                                      kernels compiled ahead of time (sm_90a)
+#   .carry/cache.db.xz (or .carry/cache.db)              kernels compiled ahead of time (sm_90a)
 #   .carry/peers.py                                      copied from the shared bench folder
 # Prepare them with scripts/device_prepare.sh. Never changes GPU settings.
 set -uo pipefail
@@ -22,7 +22,7 @@ OUT=${OUT:-/tmp/fp4jit_device}
 mkdir -p "$OUT"
 BIN=.carry/bin
 export FP4JIT_CACHE=/tmp/fp4jit_cache.db
-cp .carry/cache.db "$FP4JIT_CACHE"
+if [[ -f .carry/cache.db.xz ]]; then xz -dc .carry/cache.db.xz >"$FP4JIT_CACHE"; else cp .carry/cache.db "$FP4JIT_CACHE"; fi
 LOGS=/tmp/fp4jit_logs
 mkdir -p "$LOGS"
 say() { echo "== $(date +%T) $*"; }

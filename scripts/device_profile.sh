@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/fp4jit_profile}
 mkdir -p "$OUT"
 BIN=.carry/bin
 export FP4JIT_CACHE=/tmp/fp4jit_cache.db
-cp .carry/cache.db "$FP4JIT_CACHE"
+if [[ -f .carry/cache.db.xz ]]; then xz -dc .carry/cache.db.xz >"$FP4JIT_CACHE"; else cp .carry/cache.db "$FP4JIT_CACHE"; fi
 N=${N:-8192}
 CASES=${CASES:-"mxfp4:rows mxfp4:pair nvfp4:pair tetrajet:pair ue5m3:rows"}
 METRICS=smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_fp32_pred_on.sum

@@ -25,14 +25,18 @@ QuantizeTuning parse_quantize_tuning(const std::string& text) {
   QuantizeTuning t;
   const std::string rest = text.substr(colon + 1);
   if (kind == "rows") {
-    if (std::sscanf(rest.c_str(), "threads=%d,unroll=%d%c", &threads, &a, &tail) != 2)
-      bad("expected rows:threads=N,unroll=N");
-    t.rows = codegen::RowsConfig{threads, a};
+    int minb = 0;
+    const int n = std::sscanf(rest.c_str(), "threads=%d,unroll=%d,minb=%d%c", &threads, &a, &minb,
+                              &tail);
+    if (n != 2 && n != 3) bad("expected rows:threads=N,unroll=N[,minb=N]");
+    t.rows = codegen::RowsConfig{threads, a, minb};
     t.rows->validate();
   } else if (kind == "tile") {
-    if (std::sscanf(rest.c_str(), "threads=%d,tile=%dx%d%c", &threads, &a, &b, &tail) != 3)
-      bad("expected tile:threads=N,tile=RxC");
-    t.tile = codegen::TileConfig{threads, a, b};
+    int minb = 0;
+    const int n = std::sscanf(rest.c_str(), "threads=%d,tile=%dx%d,minb=%d%c", &threads, &a, &b,
+                              &minb, &tail);
+    if (n != 3 && n != 4) bad("expected tile:threads=N,tile=RxC[,minb=N]");
+    t.tile = codegen::TileConfig{threads, a, b, minb};
   } else {
     bad("the kernel must be rows or tile");
   }

@@ -297,8 +297,10 @@ FP4JIT_DEV void rows_segments(const QuantizeArgs& a) {
   finish_rows<Op, kStats>(o, global_max, s_enc);
 }
 
+// The second bound is the config's minb= (CTAs per SM asked of the register allocator); 0 emits
+// no .minnctapersm, as __launch_bounds__(threads) alone.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) quantize_rows(QuantizeArgs a) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) quantize_rows(QuantizeArgs a) {
   using Op = typename Cfg::Op;
   static_assert(operand_ok<Op>(), "operand not supported by the CUDA kernels");
   if constexpr (lane_groups<Op>()) {

@@ -272,11 +272,13 @@ FP4JIT_DEV int raw_chunk(int r, int c) {
 // registers) where every operand takes the packed encoder, else 512 (128: left free, the allocator
 // took up to 209 on the stochastic-rounding kernels, one CTA per SM, tetrajet x pair 0.28 -> 0.41
 // ms). cuobjdump -res-usage over the emulator's recipes: no spills, but for 8 bytes of stack in
-// the pair kernel of x with 16-bit stochastic rounding; Hadamard kernels, which would spill, are
-// left free. The float-tile path without a Hadamard: 768 threads per SM (msfp4's pair kernel 103
-// -> 78 registers, no spill in any preset's kernels, the pair 1.05-1.08x).
+// the pair kernel of x with 16-bit stochastic rounding; Hadamard kernels are left free (nvfp4's
+// dy pair at 256 threads: 144 registers; capped for two CTAs per SM, 116 and no spills, but 1.2x
+// slower). The float-tile path without a Hadamard: 768 threads per SM (msfp4's pair kernel 103
+// -> 78 registers, no spill in any preset's kernels, the pair 1.05-1.08x). A config's minb= asks
+// for its own count instead.
 template <class Cfg>
-FP4JIT_CONSTEXPR int tile_min_blocks() {
+FP4JIT_CONSTEXPR int tile_min_blocks_rule() {
   constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
   constexpr bool kPacked = (!kRows || packed_pow2<typename Cfg::RowOp, Cfg::in>()) &&
                            (!kCols || packed_pow2<typename Cfg::ColOp, Cfg::in>());
@@ -285,6 +287,11 @@ FP4JIT_CONSTEXPR int tile_min_blocks() {
   if constexpr (kHadamard || kPerSm % Cfg::threads != 0) return 1;
   if constexpr (!tile_raw_path<Cfg>()) return 768 / Cfg::threads;
   return kPerSm / Cfg::threads;
+}
+// The config's own ask (minb= in its text), else the rule above.
+template <class Cfg>
+FP4JIT_CONSTEXPR int tile_min_blocks() {
+  return Cfg::min_blocks > 0 ? Cfg::min_blocks : tile_min_blocks_rule<Cfg>();
 }
 
 template <class Cfg>
@@ -529,7 +536,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     // to check, stores of whole groups) or not.
     // Units unrolled where every operand takes the packed encoder (at most 85 registers and no
     // spills: the stochastic-rounding kernels spilled under their cap of 128 with two units live).
-    constexpr bool kUnrollUnits = tile_min_blocks<Cfg>() == 3;
+    constexpr bool kUnrollUnits = tile_min_blocks_rule<Cfg>() == 3;
     const auto units = [&](bool whole) {
       if constexpr (kRequant) {
         // The transposed operand reads what the row-wise pass wrote.

@@ -415,6 +415,136 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
     EXPECT_NE(config, bad.text());
 }
 
+TEST(CudaSpace, TileConfigsAskForCtasPerSm) {
+  const auto t = cuda::parse_quantize_tuning("tile:threads=512,tile=64x128,minb=2");
+  ASSERT_TRUE(t.tile);
+  EXPECT_EQ(t.tile->min_blocks, 2);
+  EXPECT_EQ(t.text(), "tile:threads=512,tile=64x128,minb=2");
+  EXPECT_THROW(cuda::parse_quantize_tuning("tile:threads=256,tile=64x128,minb=0"),
+               Error);  // not canonical: minb=0 is written as nothing
+  EXPECT_THROW(cuda::parse_quantize_tuning("tile:threads=256,tile=64x128,minb=2x"), Error);
+  const Recipe recipe = parse_recipe("mxfp4");
+  const OperandSpec* x = &recipe[Role::x];
+  const OperandSpec* xt = &recipe[Role::xt];
+  EXPECT_NO_THROW((codegen::TileConfig{512, 64, 128, 4}.validate(x, xt, DType::bf16)));
+  EXPECT_THROW((codegen::TileConfig{512, 64, 128, 5}.validate(x, xt, DType::bf16)),
+               Error);  // 2560 threads per SM
+  EXPECT_THROW((codegen::TileConfig{256, 64, 128, -1}.validate(x, xt, DType::bf16)), Error);
+  // The stub hands the ask to __launch_bounds__.
+  const auto kx = codegen::kernel_operand(recipe, Role::x);
+  const auto kxt = codegen::kernel_operand(recipe, Role::xt);
+  const auto k = codegen::quantize_tile_kernel(&kx, &kxt, DType::bf16, kern::Phase::quantize, false,
+                                               codegen::TileConfig{512, 64, 128, 2}, "sm_90a");
+  EXPECT_NE(k.declarations.find("min_blocks = 2;"), std::string::npos) << k.declarations;
+  EXPECT_NE(k.key_text.find("config=threads=512,tile=64x128,minb=2;"), std::string::npos);
+}
+
+// quantize_rows takes the same ask and its own variable.
+TEST(CudaSpace, RowsConfigsAskForCtasPerSmAndTakeTheEnvironment) {
+  const auto t = cuda::parse_quantize_tuning("rows:threads=256,unroll=2,minb=3");
+  ASSERT_TRUE(t.rows);
+  EXPECT_EQ(t.rows->min_blocks, 3);
+  EXPECT_EQ(t.text(), "rows:threads=256,unroll=2,minb=3");
+  EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=256,unroll=2,minb=0"), Error);
+  EXPECT_THROW((codegen::RowsConfig{512, 2, 5}.validate()), Error);  // 2560 threads per SM
+  const Recipe r = parse_recipe("nvfp4");
+  const auto k = codegen::quantize_rows_kernel(codegen::kernel_operand(r, Role::dy), DType::bf16,
+                                               kern::Phase::quantize,
+                                               codegen::RowsConfig{256, 2, 3}, "sm_90a");
+  EXPECT_NE(k.declarations.find("min_blocks = 3;"), std::string::npos) << k.declarations;
+  EXPECT_NE(k.key_text.find("config=threads=256,unroll=2,minb=3;"), std::string::npos);
+  struct Env {
+    explicit Env(const char* v) { ::setenv("FP4JIT_QUANTIZE_ROWS", v, 1); }
+    ~Env() { ::unsetenv("FP4JIT_QUANTIZE_ROWS"); }
+  };
+  const std::string plain = codegen::default_rows_config(r[Role::dy], DType::bf16).text();
+  {
+    Env e("threads=128,unroll=4,minb=6");
+    EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(),
+              "threads=128,unroll=4,minb=6");
+  }
+  for (const char* bad : {"threads=100", "unroll=9", "tile=64x64", "minb=x", "unroll"}) {
+    Env e(bad);
+    try {
+      codegen::default_rows_config(r[Role::dy], DType::bf16);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("FP4JIT_QUANTIZE_ROWS"), std::string::npos)
+          << err.what();
+    }
+  }
+  EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), plain);
+}
+
+// The heuristic's CTA size for quantize_tile: 512 threads for pairs of 16-bit input on the raw
+// path, but for double quantization and 16-bit stochastic rounding; 256 elsewhere.
+TEST(CudaSpace, TileHeuristicTakesWideCtasForLightPairs) {
+  const auto threads = [](const char* preset, Role a, Role b, DType in) {
+    const Recipe r = parse_recipe(preset);
+    return codegen::default_tile_config(&r[a], &r[b], in).threads;
+  };
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16), 512);
+  EXPECT_EQ(threads("mxfp4", Role::dy, Role::dyt, DType::f16), 512);
+  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16), 512);
+  EXPECT_EQ(threads("nvfp4", Role::dy, Role::dyt, DType::bf16), 512);  // 8-bit SR, Hadamard
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32), 256);     // 64 x 64 tiles
+  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16), 256);  // xt requantized
+  EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16), 256);  // 16-bit SR
+  const Recipe mx = parse_recipe("mxfp4");
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16).threads, 256);
+  // A pair's plan launches what the heuristic says, 512 threads a CTA.
+  cuda::Arena arena;
+  const auto fake = [](int i) {
+    return reinterpret_cast<void*>(cuda::Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
+  };
+  const TensorView src{fake(0), DType::bf16, 256, 512, 0};
+  QuantizedView out, out_t;
+  out.codes = static_cast<std::uint8_t*>(fake(1));
+  out.scales = fake(2);
+  out_t.codes = static_cast<std::uint8_t*>(fake(3));
+  out_t.scales = fake(4);
+  const cuda::Plan plan = cuda::plan_quantize(mx, Role::x, src, out, &out_t, QuantizeArgs{},
+                                              cuda::DeviceInfo{}, arena);
+  int tiles = 0;
+  for (const auto& step : plan)
+    if (const auto* l = std::get_if<cuda::Launch>(&step); l && l->kernel.op == "quantize_tile") {
+      ++tiles;
+      EXPECT_EQ(l->block, 512u);
+    }
+  EXPECT_EQ(tiles, 1);
+}
+
+// FP4JIT_QUANTIZE_TILE replaces fields of the heuristic's config, and says what is wrong.
+TEST(CudaSpace, TileOverrideFromTheEnvironment) {
+  struct Env {
+    explicit Env(const char* v) { ::setenv("FP4JIT_QUANTIZE_TILE", v, 1); }
+    ~Env() { ::unsetenv("FP4JIT_QUANTIZE_TILE"); }
+  };
+  const Recipe r = parse_recipe("nvfp4");
+  const OperandSpec* x = &r[Role::x];
+  const OperandSpec* xt = &r[Role::xt];
+  {
+    Env e("threads=128,minb=4");
+    EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(),
+              "threads=128,tile=64x128,minb=4");
+  }
+  {
+    Env e("tile=64x64");
+    EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=512,tile=64x64");
+  }
+  for (const char* bad : {"threads=1000", "warps=4", "tile=64", "minb=9", "threads="}) {
+    Env e(bad);
+    try {
+      codegen::default_tile_config(x, xt, DType::bf16);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("FP4JIT_QUANTIZE_TILE"), std::string::npos)
+          << err.what();
+    }
+  }
+  EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=512,tile=64x128");
+}
+
 TEST(CudaSpace, QuantizeSpacesFollowTheKernelThePlanLaunches) {
   for (const char* preset : {"nvfp4", "mxfp4"}) {
     const Recipe recipe = parse_recipe(preset);
