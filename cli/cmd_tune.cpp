@@ -134,8 +134,10 @@ void run_tune(const TuneCliOptions& o) {
 
   std::vector<JobSpec> specs;
   for (const tuner::GemmProblem& g : w.gemms) specs.push_back({true, g, {}});
+  // The host backend's pairs are its two single-operand kernels, tuned as such.
   if (!o.no_quantize)
-    for (const tuner::QuantizeProblem& q : w.quantizes) specs.push_back({false, {}, q});
+    for (const tuner::QuantizeProblem& q : w.quantizes)
+      if (cuda || !q.pair) specs.push_back({false, {}, q});
 
   if (o.early_stop != 0.0 && o.early_stop < 1.0)
     fail(ErrorKind::invalid_argument,
@@ -197,7 +199,7 @@ void run_tune(const TuneCliOptions& o) {
                    [&](const JobSpec& s) {
                      return s.gemm ? tuner::cuda_gemm_job(backend, recipe, s.g.op, s.g.shape, out)
                                    : tuner::cuda_quantize_job(backend, recipe, s.q.role, s.q.rows,
-                                                              s.q.cols, DType::bf16);
+                                                              s.q.cols, DType::bf16, s.q.pair);
                    });
         } catch (const Error& e) {
           std::lock_guard lock(error_mutex);

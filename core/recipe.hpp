@@ -49,6 +49,11 @@ std::span<const Named<Role>> role_names();
 inline std::string_view name(Role r) {
   return name_of(role_names(), r);
 }
+// The transposed copy quantized from the same tensor as x, w or dy (xt, wt, dyt): the other half
+// of a quantize_pair.
+inline Role transposed_copy(Role r) {
+  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
+}
 
 enum class ScaleRule : std::uint8_t {
   ocp_floor,  // E8M0, 2^(floor(log2 amax) - emax)                      (OCP MX, mxfp4)

@@ -68,8 +68,7 @@ std::span<const Named<BackendKind>> backend_names() { return kBackendNames; }
 void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
                             const QuantizedView& out_transposed, const QuantizeArgs& args, void* stream) {
   quantize(recipe, role, in, out, args, stream);
-  const Role partner = role == Role::x ? Role::xt : (role == Role::w ? Role::wt : Role::dyt);
-  quantize(recipe, partner, in, out_transposed, args, stream);
+  quantize(recipe, transposed_copy(role), in, out_transposed, args, stream);
 }
 
 Engine::Engine(const EngineOptions& options) : backend_(make_backend(options)) {}
@@ -96,7 +95,7 @@ void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in
                            const QuantizedView& out_transposed, const QuantizeArgs& args, void* stream) {
   if (role != Role::x && role != Role::w && role != Role::dy)
     fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})", name(role));
-  const Role partner = role == Role::x ? Role::xt : (role == Role::w ? Role::wt : Role::dyt);
+  const Role partner = transposed_copy(role);
   check_tensor(in, "quantize input", in.rows, in.cols);
   check_quantized(recipe, role, quant_layout(recipe, role, in.rows, in.cols), out, "quantize output");
   check_quantized(recipe, partner, quant_layout(recipe, partner, in.rows, in.cols), out_transposed,

@@ -18,9 +18,11 @@ std::string gemm_problem(GemmOp op, const GemmShape& shape, const std::string& o
   return out;
 }
 
-std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in) {
-  return fmt::format("quantize {} rows<={} cols={} in={}", name(role), m_bucket(rows), cols,
-                     name(in));
+std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in,
+                             bool pair) {
+  const std::string operand =
+      pair ? fmt::format("{}+{}", name(role), name(transposed_copy(role))) : std::string(name(role));
+  return fmt::format("quantize {} rows<={} cols={} in={}", operand, m_bucket(rows), cols, name(in));
 }
 
 TuningKey gemm_tuning_key(const DeviceIdentity& device, const Recipe& recipe, GemmOp op,
@@ -29,8 +31,9 @@ TuningKey gemm_tuning_key(const DeviceIdentity& device, const Recipe& recipe, Ge
 }
 
 TuningKey quantize_tuning_key(const DeviceIdentity& device, const Recipe& recipe, Role role,
-                              std::int64_t rows, std::int64_t cols, DType in) {
-  return TuningKey{device, "quantize", quantize_problem(role, rows, cols, in), canonical(recipe)};
+                              std::int64_t rows, std::int64_t cols, DType in, bool pair) {
+  return TuningKey{device, "quantize", quantize_problem(role, rows, cols, in, pair),
+                   canonical(recipe)};
 }
 
 TunedConfigs::TunedConfigs(KernelCache* cache, DeviceIdentity device)

@@ -21,13 +21,15 @@ std::int64_t m_bucket(std::int64_t m);
 // "gemm fprop m<=8192 n=4096 k=4096 out=bf16"; out_dtype empty where the kernel does not depend
 // on the output type (host: the epilogue is separate).
 std::string gemm_problem(GemmOp op, const GemmShape& shape, const std::string& out_dtype);
-// "quantize x rows<=8192 cols=4096 in=bf16": the source tensor [rows, cols] of operand `role`.
-std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in);
+// "quantize x rows<=8192 cols=4096 in=bf16": the source tensor [rows, cols] of operand `role`;
+// with `pair`, "quantize x+xt ...": the operand and its transposed copy from one read.
+std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in,
+                             bool pair = false);
 
 TuningKey gemm_tuning_key(const DeviceIdentity& device, const Recipe& recipe, GemmOp op,
                           const GemmShape& shape, const std::string& out_dtype);
 TuningKey quantize_tuning_key(const DeviceIdentity& device, const Recipe& recipe, Role role,
-                              std::int64_t rows, std::int64_t cols, DType in);
+                              std::int64_t rows, std::int64_t cols, DType in, bool pair = false);
 
 // Winners by key, read once per key from the cache (and its bundles) and remembered, misses too.
 // Disabled by FP4JIT_NO_TUNED=1 (every call takes the heuristic's config). Thread-safe.

@@ -156,31 +156,38 @@ class CudaGemmJob final : public GemmProblemJob {
 class CudaQuantizeJob final : public QuantizeProblemJob {
  public:
   CudaQuantizeJob(cuda::CudaBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
-                  std::int64_t cols, DType in)
-      : QuantizeProblemJob(recipe, role, rows, cols, in), backend_(backend) {}
+                  std::int64_t cols, DType in, bool pair)
+      : QuantizeProblemJob(recipe, role, rows, cols, in, pair), backend_(backend) {}
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
-    space_ = cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned);
+    space_ =
+        cuda_quantize_space(recipe_, role_, rows_, cols_, in_, backend_.device(), pruned, pair_);
     return candidates_of(space_);
   }
 
-  // The source and the reference backend's result (host only: any thread, ahead of the device
+  // The source and the reference backend's results (host only: any thread, ahead of the device
   // work; the reference quantize is the slowest part of the preparation).
   void prepare_host() override {
     source_ = make_source();
-    expected_ = reference_result(source_);
+    expected_ = reference_result(source_, role_);
     got_ = std::make_unique<OperandBuffers>(layout_, false);
+    if (pair_) {
+      expected_t_ = reference_result(source_, transposed_copy(role_));
+      got_t_ = std::make_unique<OperandBuffers>(layout_t_, false);
+    }
   }
 
   void prepare() override {
-    const bool occ = recipe_[role_].occ;
     const auto set_bytes = static_cast<std::int64_t>(work());
     const int sets =
         static_cast<int>(std::clamp<std::int64_t>(2 * 50'000'000 / set_bytes + 1, 1, 8));
     for (int i = 0; i < sets; ++i) {
       src_.push_back(std::make_unique<cuda::DeviceBuffer>(source_.size()));
       src_.back()->upload(source_.data(), source_.size());
-      out_.push_back(std::make_unique<DeviceOperand>(layout_, occ));
+      out_.push_back(std::make_unique<DeviceOperand>(layout_, recipe_[role_].occ));
+      if (pair_)
+        out_t_.push_back(
+            std::make_unique<DeviceOperand>(layout_t_, recipe_[transposed_copy(role_)].occ));
     }
     std::vector<std::uint8_t>().swap(source_);  // on the device from here on
   }
@@ -191,16 +198,23 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
     d.rows_config = q.config.rows ? &*q.config.rows : nullptr;
     d.tile_config = q.config.tile ? &*q.config.tile : nullptr;
     // Every kernel of the candidate's plan (the tuned one and its helpers) into the cache.
-    for (const codegen::KernelSource& k : cuda_quantize_plan(recipe_, role_, rows_, cols_, in_, d))
+    for (const codegen::KernelSource& k :
+         cuda_quantize_plan(recipe_, role_, rows_, cols_, in_, d, pair_))
       cuda::kernel_binary(k, backend_.cache());
   }
 
   std::optional<std::string> verify(const Candidate& c) override {
     out_[0]->codes.fill(0xee);
+    if (pair_) out_t_[0]->codes.fill(0xee);
     run(entry_of(space_, c), 0);
     cuda::check(cuda::require_driver().ctx_synchronize(), "cuCtxSynchronize (quantize candidate)");
     out_[0]->download(layout_, *got_);
-    if (got_->same_values_as(*expected_, layout_.two_level)) return std::nullopt;
+    bool same = got_->same_values_as(*expected_, layout_.two_level);
+    if (pair_) {
+      out_t_[0]->download(layout_t_, *got_t_);
+      same = same && got_t_->same_values_as(*expected_t_, layout_t_.two_level);
+    }
+    if (same) return std::nullopt;
     return std::string(layout_.two_level
                            ? "codes, scales or tensor scale differ from the reference backend's"
                            : "codes or scales differ from the reference backend's");
@@ -216,9 +230,12 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
  private:
   void run(const CudaQuantizeCandidate& q, int iteration) {
     const auto s = static_cast<std::size_t>(iteration) % src_.size();
-    backend_.quantize_with(&q.config, recipe_, role_,
-                           TensorView{src_[s]->get(), in_, rows_, cols_, 0}, out_[s]->view(),
-                           {.seed = 5}, nullptr);
+    const TensorView src{src_[s]->get(), in_, rows_, cols_, 0};
+    if (pair_)
+      backend_.quantize_pair_with(&q.config, recipe_, role_, src, out_[s]->view(),
+                                  out_t_[s]->view(), {.seed = 5}, nullptr);
+    else
+      backend_.quantize_with(&q.config, recipe_, role_, src, out_[s]->view(), {.seed = 5}, nullptr);
   }
 
   const DeviceIdentity& identity() const override { return backend_.identity(); }
@@ -226,10 +243,10 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
   cuda::CudaBackend& backend_;
   std::vector<CudaQuantizeCandidate> space_;
   std::vector<std::uint8_t> source_;  // from prepare_host() to prepare()
-  std::unique_ptr<OperandBuffers> expected_;
-  std::unique_ptr<OperandBuffers> got_;  // verify's copy of the result (each verify overwrites it)
+  std::unique_ptr<OperandBuffers> expected_, expected_t_;  // _t: a pair's transposed copy
+  std::unique_ptr<OperandBuffers> got_, got_t_;  // verify's copies of the result (overwritten)
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;
-  std::vector<std::unique_ptr<DeviceOperand>> out_;
+  std::vector<std::unique_ptr<DeviceOperand>> out_, out_t_;
   cuda::EventTimer timer_{cuda::require_driver()};
 };
 
@@ -237,8 +254,8 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
 std::unique_ptr<TuneJob> cuda_quantize_job(cuda::CudaBackend& backend, const Recipe& recipe,
                                            Role role, std::int64_t rows, std::int64_t cols,
-                                           DType in) {
-  return std::make_unique<CudaQuantizeJob>(backend, recipe, role, rows, cols, in);
+                                           DType in, bool pair) {
+  return std::make_unique<CudaQuantizeJob>(backend, recipe, role, rows, cols, in, pair);
 }
 
 std::unique_ptr<TuneJob> cuda_gemm_job(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op,

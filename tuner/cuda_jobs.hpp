@@ -14,11 +14,12 @@ namespace fp4jit::tuner {
 
 std::unique_ptr<TuneJob> cuda_gemm_job(cuda::CudaBackend& backend, const Recipe& recipe, GemmOp op,
                                        const GemmShape& shape, DType out);
-// Quantize of operand `role` from a [rows, cols] source of `in`: candidates of the kernel its plan
-// launches (tuner/cuda_space.hpp), codes, scales and tensor scale byte for byte against the
+// Quantize of operand `role` from a [rows, cols] source of `in` (with `pair`: role x, w or dy and
+// its transposed copy from one read, as quantize_pair runs them): candidates of the kernel its
+// plan launches (tuner/cuda_space.hpp), codes, scales and tensor scale byte for byte against the
 // reference backend, timed with events (GB/s of the bytes read and written).
 std::unique_ptr<TuneJob> cuda_quantize_job(cuda::CudaBackend& backend, const Recipe& recipe,
                                            Role role, std::int64_t rows, std::int64_t cols,
-                                           DType in);
+                                           DType in, bool pair = false);
 
 }  // namespace fp4jit::tuner

@@ -208,22 +208,31 @@ void* fake(int i) {
                                  static_cast<std::uintptr_t>(i) * 4096);
 }
 
-cuda::Plan plan_for(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
-                    const cuda::DeviceInfo& device) {
-  const TensorView src{fake(0), in, rows, cols, 0};
+// Output views of `role` at fake addresses from fake(first) on.
+QuantizedView fake_output(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols,
+                          int first) {
   QuantizedView out;
-  out.codes = static_cast<std::uint8_t*>(fake(1));
-  out.scales = fake(2);
-  out.tensor_scale = static_cast<float*>(fake(3));
-  out.amax = static_cast<float*>(fake(4));
+  out.codes = static_cast<std::uint8_t*>(fake(first));
+  out.scales = fake(first + 1);
+  out.tensor_scale = static_cast<float*>(fake(first + 2));
+  out.amax = static_cast<float*>(fake(first + 3));
   if (recipe[role].occ) {
-    out.residual_index = static_cast<std::int64_t*>(fake(5));
-    out.residual_value = static_cast<float*>(fake(6));
-    out.residual_count = static_cast<std::int64_t*>(fake(7));
+    out.residual_index = static_cast<std::int64_t*>(fake(first + 4));
+    out.residual_value = static_cast<float*>(fake(first + 5));
+    out.residual_count = static_cast<std::int64_t*>(fake(first + 6));
     out.residual_capacity = rows * cols / 8 + 1024;
   }
+  return out;
+}
+
+cuda::Plan plan_for(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
+                    const cuda::DeviceInfo& device, bool pair) {
+  const TensorView src{fake(0), in, rows, cols, 0};
+  const QuantizedView out = fake_output(recipe, role, rows, cols, 1);
+  const QuantizedView out_t = fake_output(recipe, transposed_copy(role), rows, cols, 8);
   cuda::Arena arena;
-  return cuda::plan_quantize(recipe, role, src, out, nullptr, QuantizeArgs{}, device, arena);
+  return cuda::plan_quantize(recipe, role, src, out, pair ? &out_t : nullptr, QuantizeArgs{},
+                             device, arena);
 }
 
 std::string config_of(const std::string& key_text) {
@@ -237,18 +246,19 @@ std::string config_of(const std::string& key_text) {
 
 std::vector<codegen::KernelSource> cuda_quantize_plan(const Recipe& recipe, Role role,
                                                       std::int64_t rows, std::int64_t cols,
-                                                      DType in, const cuda::DeviceInfo& device) {
+                                                      DType in, const cuda::DeviceInfo& device,
+                                                      bool pair) {
   std::vector<codegen::KernelSource> out;
-  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device, pair))
     if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step)) out.push_back(l->kernel);
   return out;
 }
 
 std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
     const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
-    const cuda::DeviceInfo& device) {
+    const cuda::DeviceInfo& device, bool pair) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device))
+  for (const cuda::Step& step : plan_for(recipe, role, rows, cols, in, device, pair))
     if (const cuda::Launch* l = std::get_if<cuda::Launch>(&step))
       out.emplace_back(l->kernel.op, config_of(l->kernel.key_text));
   return out;
@@ -257,13 +267,14 @@ std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
 std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Role role,
                                                        std::int64_t rows, std::int64_t cols,
                                                        DType in, const cuda::DeviceInfo& device,
-                                                       std::vector<CandidateResult>* pruned) {
+                                                       std::vector<CandidateResult>* pruned,
+                                                       bool pair) {
   cuda::DeviceInfo plain = device;
   plain.rows_config = nullptr;
   plain.tile_config = nullptr;
   std::string heuristic;
   bool rows_kernel = false, tile_kernel = false;
-  for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, plain)) {
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, plain, pair)) {
     const bool r = op == "quantize_rows", t = op == "quantize_tile";
     rows_kernel = rows_kernel || r;
     tile_kernel = tile_kernel || t;
@@ -276,14 +287,17 @@ std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Rol
   std::vector<CudaQuantizeCandidate> out{
       {cuda::parse_quantize_tuning(heuristic), Candidate{heuristic, true}}};
   std::vector<cuda::QuantizeTuning> options;
-  if (rows_kernel)
+  // A pair tunes its quantize_tile kernels (both operands from one read); a single operand its
+  // quantize_rows or quantize_tile kernel.
+  if (rows_kernel && !pair)
     for (const CudaRowsCandidate& c : cuda_rows_space(recipe[role], in, nullptr))
       options.push_back({c.config, {}});
   const bool transposed = role_info(role).transposed;
+  const OperandSpec* row = pair || !transposed ? &recipe[role] : nullptr;
+  const OperandSpec* col =
+      pair ? &recipe[transposed_copy(role)] : (transposed ? &recipe[role] : nullptr);
   if (tile_kernel)
-    for (const CudaTileCandidate& c :
-         cuda_tile_space(transposed ? nullptr : &recipe[role], transposed ? &recipe[role] : nullptr,
-                         in, pruned))
+    for (const CudaTileCandidate& c : cuda_tile_space(row, col, in, pruned))
       options.push_back({{}, c.config});
   std::set<std::string> seen{heuristic};
   for (const cuda::QuantizeTuning& q : options) {
@@ -293,7 +307,7 @@ std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Rol
     d.rows_config = q.rows ? &*q.rows : nullptr;
     d.tile_config = q.tile ? &*q.tile : nullptr;
     bool applied = false;
-    for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, d))
+    for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, d, pair))
       applied = applied || config == text.substr(5);
     if (!applied) {
       if (pruned != nullptr)

@@ -53,17 +53,21 @@ struct CudaQuantizeCandidate {
   cuda::QuantizeTuning config;
   Candidate candidate;  // text: QuantizeTuning::text()
 };
+// pair: the pair (role x, w or dy and its transposed copy) from one read, as quantize_pair plans
+// it; its candidates are configs of its quantize_tile kernels.
 std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Role role,
                                                        std::int64_t rows, std::int64_t cols,
                                                        DType in, const cuda::DeviceInfo& device,
-                                                       std::vector<CandidateResult>* pruned);
-// The kernels a quantize plan with `device`'s overrides launches (planned on the host).
+                                                       std::vector<CandidateResult>* pruned,
+                                                       bool pair = false);
+// The kernels a quantize (pair) plan with `device`'s overrides launches (planned on the host).
 std::vector<codegen::KernelSource> cuda_quantize_plan(const Recipe& recipe, Role role,
                                                       std::int64_t rows, std::int64_t cols,
-                                                      DType in, const cuda::DeviceInfo& device);
+                                                      DType in, const cuda::DeviceInfo& device,
+                                                      bool pair = false);
 // The same as (op, config text) per launch.
 std::vector<std::pair<std::string, std::string>> cuda_quantize_kernels(
     const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols, DType in,
-    const cuda::DeviceInfo& device);
+    const cuda::DeviceInfo& device, bool pair = false);
 
 }  // namespace fp4jit::tuner

@@ -91,7 +91,7 @@ class HostQuantizeJob final : public QuantizeProblemJob {
  public:
   HostQuantizeJob(host::HostBackend& backend, const Recipe& recipe, Role role, std::int64_t rows,
                   std::int64_t cols, DType in)
-      : QuantizeProblemJob(recipe, role, rows, cols, in), backend_(backend) {}
+      : QuantizeProblemJob(recipe, role, rows, cols, in, false), backend_(backend) {}
 
   std::vector<Candidate> candidates(std::vector<CandidateResult>* pruned) override {
     space_ = host_quantize_space(backend_.config(), backend_.kernels().target().vector_bits,
@@ -101,7 +101,7 @@ class HostQuantizeJob final : public QuantizeProblemJob {
 
   void prepare() override {
     const std::vector<std::uint8_t> x = make_source();
-    expected_ = reference_result(x);
+    expected_ = reference_result(x, role_);
     const int sets = rotation_sets(static_cast<std::int64_t>(x.size()) + expected_->bytes());
     for (int i = 0; i < sets; ++i) {
       src_.push_back(x);

@@ -83,30 +83,41 @@ class GemmProblemJob : public TuneJob {
   GemmLayouts layouts_;
 };
 
+// One operand, or with `pair` the operand (x, w or dy) and its transposed copy from one read of
+// the source (quantize_pair).
 class QuantizeProblemJob : public TuneJob {
  public:
   TuningKey key() const override {
-    return quantize_tuning_key(identity(), recipe_, role_, rows_, cols_, in_);
+    return quantize_tuning_key(identity(), recipe_, role_, rows_, cols_, in_, pair_);
   }
   std::string label() const override {
+    if (pair_)
+      return fmt::format("quantize {}+{} {}x{}", name(role_), name(transposed_copy(role_)), rows_,
+                         cols_);
     return fmt::format("quantize {} {}x{}", name(role_), rows_, cols_);
   }
   double work() const override {  // bytes read and written
-    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + layout_.code_bytes() +
-                               layout_.scale_count() * (layout_.scale_is_code ? 1 : 4));
+    const auto written = [](const QuantLayout& l) {
+      return l.code_bytes() + l.scale_count() * (l.scale_is_code ? 1 : 4);
+    };
+    return static_cast<double>(rows_ * cols_ * dtype_size(in_) + written(layout_) +
+                               (pair_ ? written(layout_t_) : 0));
   }
   std::string unit() const override { return "GB/s"; }
 
  protected:
   // The source tensor, random with a fixed seed.
   std::vector<std::uint8_t> make_source() const { return random_source(rows_, cols_, in_, 21); }
-  // What the reference backend makes of `source`: the result every candidate must match.
-  std::unique_ptr<OperandBuffers> reference_result(const std::vector<std::uint8_t>& source) const {
-    auto expected = std::make_unique<OperandBuffers>(layout_, recipe_[role_].occ);
+  // What the reference backend makes of `source` for `role` (the job's or, for a pair, its
+  // transposed copy): the result every candidate must match.
+  std::unique_ptr<OperandBuffers> reference_result(const std::vector<std::uint8_t>& source,
+                                                   Role role) const {
+    const QuantLayout& l = role == role_ ? layout_ : layout_t_;
+    auto expected = std::make_unique<OperandBuffers>(l, recipe_[role].occ);
     EngineOptions o;
     o.backend = BackendKind::reference;
     Engine ref(o);
-    ref.quantize(recipe_, role_,
+    ref.quantize(recipe_, role,
                  TensorView{const_cast<std::uint8_t*>(source.data()), in_, rows_, cols_, 0},
                  expected->view(), {.seed = 5});
     return expected;
@@ -114,20 +125,28 @@ class QuantizeProblemJob : public TuneJob {
 
   // `rows` x `cols`: the operand's source tensor (core/gemm.hpp gemm_source_shape).
   QuantizeProblemJob(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols,
-                     DType in)
+                     DType in, bool pair)
       : recipe_(recipe),
         role_(role),
         rows_(rows),
         cols_(cols),
         in_(in),
-        layout_(quant_layout(recipe, role, rows, cols)) {}
+        pair_(pair),
+        layout_(quant_layout(recipe, role, rows, cols)),
+        layout_t_(quant_layout(recipe, transposed_copy(role), rows, cols)) {
+    if (pair && role != Role::x && role != Role::w && role != Role::dy)
+      fail(ErrorKind::invalid_argument, "quantize pair: role must be x, w or dy (got {})",
+           name(role));
+  }
   virtual const DeviceIdentity& identity() const = 0;
 
   Recipe recipe_;
   Role role_;
   std::int64_t rows_, cols_;
   DType in_;
+  bool pair_;
   QuantLayout layout_;
+  QuantLayout layout_t_;  // the transposed copy's (read for pairs only)
 };
 
 }  // namespace fp4jit::tuner

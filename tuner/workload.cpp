@@ -62,12 +62,15 @@ void Workload::add(const GemmRequest& request) {
 void Workload::add_layer(std::int64_t tokens, std::int64_t in, std::int64_t out) {
   for (const auto& [op, shape] : gemm_list(GemmRequest{true, GemmOp::fprop, {tokens, out, in}}))
     add(GemmRequest{false, op, shape});
-  const QuantizeProblem qs[] = {{Role::x, tokens, in},   {Role::xt, tokens, in},
-                                {Role::w, out, in},      {Role::wt, out, in},
-                                {Role::dy, tokens, out}, {Role::dyt, tokens, out}};
+  // The pairs a training step runs (each tensor and its transposed copy from one read), then each
+  // operand alone (the per-operand API).
+  const QuantizeProblem qs[] = {
+      {Role::x, tokens, in, true}, {Role::w, out, in, true}, {Role::dy, tokens, out, true},
+      {Role::x, tokens, in},       {Role::xt, tokens, in},   {Role::w, out, in},
+      {Role::wt, out, in},         {Role::dy, tokens, out},  {Role::dyt, tokens, out}};
   for (const QuantizeProblem& q : qs)
     if (std::none_of(quantizes.begin(), quantizes.end(), [&](const QuantizeProblem& o) {
-          return o.role == q.role && o.rows == q.rows && o.cols == q.cols;
+          return o.role == q.role && o.rows == q.rows && o.cols == q.cols && o.pair == q.pair;
         }))
       quantizes.push_back(q);
 }

@@ -31,6 +31,7 @@ struct GemmProblem {
 struct QuantizeProblem {
   Role role = Role::x;
   std::int64_t rows = 0, cols = 0;  // the source tensor
+  bool pair = false;                // role (x, w or dy) and its transposed copy from one read
 };
 struct Workload {
   std::vector<GemmProblem> gemms;

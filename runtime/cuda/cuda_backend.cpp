@@ -144,8 +144,9 @@ void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
 }
 
 std::optional<QuantizeTuning> CudaBackend::tuned_quantize(const Recipe& recipe, Role role,
-                                                          const TensorView& in) {
-  const TuningKey key = quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
+                                                          const TensorView& in, bool pair) {
+  const TuningKey key =
+      quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype, pair);
   const std::optional<std::string> winner = tuned_->winner(key);
   if (!winner) return std::nullopt;
   try {
@@ -179,8 +180,21 @@ void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorVie
     check_aligned(q->codes, 8, "quantize output codes");
     check_aligned(q->scales, 4, "quantize output scales");
   }
+  const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in, true);
+  quantize_pair_with(tuned ? &*tuned : nullptr, recipe, role, in, out, out_t, args, stream);
+}
+
+void CudaBackend::quantize_pair_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                                     const TensorView& in, const QuantizedView& out,
+                                     const QuantizedView& out_t, const QuantizeArgs& args,
+                                     void* stream) {
+  DeviceInfo info = info_;
+  if (config != nullptr) {
+    info.rows_config = config->rows ? &*config->rows : nullptr;
+    info.tile_config = config->tile ? &*config->tile : nullptr;
+  }
   run(stream,
-      [&](Arena& a) { return plan_quantize(recipe, role, in, out, &out_t, args, info_, a); });
+      [&](Arena& a) { return plan_quantize(recipe, role, in, out, &out_t, args, info, a); });
 }
 
 void CudaBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,

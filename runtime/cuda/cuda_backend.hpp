@@ -37,11 +37,19 @@ class CudaBackend final : public Backend {
   void quantize_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
                      const TensorView& in, const QuantizedView& out, const QuantizeArgs& args,
                      void* stream);
+  // The tuned config of `role` (with `pair`: of the pair role + its transposed copy), or nullopt.
   std::optional<QuantizeTuning> tuned_quantize(const Recipe& recipe, Role role,
-                                               const TensorView& in);
+                                               const TensorView& in, bool pair = false);
+  // The pair's tuned config when the cache has one, else the heuristic's.
   void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                      const QuantizedView& out, const QuantizedView& out_transposed,
                      const QuantizeArgs& args, void* stream) override;
+  // With an explicit config (null: the heuristic's) for the pair's quantize_tile kernels, for the
+  // tuner; arguments unchecked.
+  void quantize_pair_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                          const TensorView& in, const QuantizedView& out,
+                          const QuantizedView& out_transposed, const QuantizeArgs& args,
+                          void* stream);
   void dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
                   std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
                   void* stream) override;

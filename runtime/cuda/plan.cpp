@@ -44,9 +44,6 @@ i64 stride_of(const TensorView& t) {
 i64 ceil_div(i64 a, i64 b) {
   return (a + b - 1) / b;
 }
-Role partner_of(Role r) {
-  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
-}
 i64 scale_bytes(const QuantLayout& l) {
   return l.scale_count() * (l.scale_is_code ? 1 : 4);
 }
@@ -338,7 +335,7 @@ void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out
 
 void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView& out,
                             const QuantizedView& out_t, const QuantizeArgs& qa) {
-  const Role partner = partner_of(role);
+  const Role partner = transposed_copy(role);
   const OperandSpec& sr = recipe_[role];
   const OperandSpec& sc = recipe_[partner];
   const bool requant = sc.src == Source::requant;

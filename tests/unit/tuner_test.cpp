@@ -235,6 +235,10 @@ TEST(TuningKeys, BucketsMapEveryMToOnePowerOfTwo) {
             "gemm wgrad m<=4096 n=4096 k=8192 out=bf16");
   EXPECT_EQ(quantize_problem(Role::x, 3000, 4096, DType::bf16),
             "quantize x rows<=4096 cols=4096 in=bfloat16");
+  EXPECT_EQ(quantize_problem(Role::dy, 3000, 4096, DType::bf16, true),
+            "quantize dy+dyt rows<=4096 cols=4096 in=bfloat16");
+  EXPECT_NE(quantize_problem(Role::w, 4096, 4096, DType::bf16, true),
+            quantize_problem(Role::w, 4096, 4096, DType::bf16));
 }
 
 TEST(TunerWorkload, Llama7bHasEveryLinearLayersGemmsAndQuantizations) {
@@ -249,6 +253,16 @@ TEST(TunerWorkload, Llama7bHasEveryLinearLayersGemmsAndQuantizations) {
   EXPECT_TRUE(has(GemmOp::dgrad, {8192, 11008, 4096}));  // down: dX [tokens, 11008], K = 4096
   EXPECT_TRUE(has(GemmOp::wgrad, {4096, 11008, 8192}));  // down: dW [4096, 11008], K = tokens
   EXPECT_GE(w.quantizes.size(), 12u);
+  // The pairs a training step runs, once per distinct source shape: x and dy of the three layer
+  // shapes' activations and gradients, w of each weight shape.
+  const auto pairs = [&](Role r) {
+    return std::count_if(w.quantizes.begin(), w.quantizes.end(),
+                         [&](const QuantizeProblem& q) { return q.pair && q.role == r; });
+  };
+  EXPECT_EQ(pairs(Role::x), 2);   // [8192, 4096] and [8192, 11008]
+  EXPECT_EQ(pairs(Role::w), 3);   // [4096, 4096], [11008, 4096], [4096, 11008]
+  EXPECT_EQ(pairs(Role::dy), 2);  // [8192, 4096] and [8192, 11008]
+  EXPECT_EQ(pairs(Role::xt), 0);
   try {
     model_layers("gpt-9");
     FAIL();
@@ -437,6 +451,42 @@ TEST(CudaSpace, TileConfigsAskForCtasPerSm) {
                                                codegen::TileConfig{512, 64, 128, 2}, "sm_90a");
   EXPECT_NE(k.declarations.find("min_blocks = 2;"), std::string::npos) << k.declarations;
   EXPECT_NE(k.key_text.find("config=threads=512,tile=64x128,minb=2;"), std::string::npos);
+}
+
+// A pair's space: configs of the quantize_tile kernel that reads the source once for both copies,
+// the heuristic's first; each reaches the pair's plan.
+TEST(CudaSpace, PairSpacesTuneTheFusedTileKernel) {
+  for (const char* preset : {"mxfp4", "nvfp4", "tetrajet"}) {
+    const Recipe recipe = parse_recipe(preset);
+    for (Role role : {Role::x, Role::w, Role::dy}) {
+      std::vector<CandidateResult> pruned;
+      const auto space = cuda_quantize_space(recipe, role, 1024, 2048, DType::bf16,
+                                             cuda::DeviceInfo{}, &pruned, true);
+      ASSERT_GE(space.size(), 3u) << preset << " " << name(role);
+      EXPECT_TRUE(space.front().candidate.heuristic);
+      for (const auto& c : space) {
+        ASSERT_TRUE(c.config.tile) << c.candidate.config;
+        c.config.tile->validate(&recipe[role], &recipe[transposed_copy(role)], DType::bf16);
+        cuda::DeviceInfo d;
+        d.tile_config = &*c.config.tile;
+        int both = 0;
+        for (const auto& k : cuda_quantize_plan(recipe, role, 1024, 2048, DType::bf16, d, true))
+          if (k.op == "quantize_tile" && k.key_text.find("mode=both") != std::string::npos) {
+            ++both;
+            EXPECT_NE(k.key_text.find("config=" + c.config.tile->text() + ";"), std::string::npos)
+                << k.key_text;
+          }
+        EXPECT_GE(both, 1) << preset << " " << name(role) << " " << c.candidate.config;
+      }
+    }
+  }
+  // The heuristic's pair kernel differs from the single operand's (512 threads for mxfp4).
+  const Recipe mx = parse_recipe("mxfp4");
+  EXPECT_EQ(cuda_quantize_space(mx, Role::x, 1024, 2048, DType::bf16, cuda::DeviceInfo{}, nullptr,
+                                true)
+                .front()
+                .candidate.config,
+            "tile:threads=512,tile=64x128");
 }
 
 // quantize_rows takes the same ask and its own variable.
