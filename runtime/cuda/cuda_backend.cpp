@@ -161,13 +161,19 @@ std::optional<QuantizeTuning> CudaBackend::tuned_quantize(const Recipe& recipe, 
 void CudaBackend::quantize_with(const QuantizeTuning* config, const Recipe& recipe, Role role,
                                 const TensorView& in, const QuantizedView& out,
                                 const QuantizeArgs& args, void* stream) {
+  quantize_planned(config, recipe, role, in, out, nullptr, args, stream);
+}
+
+void CudaBackend::quantize_planned(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                                   const TensorView& in, const QuantizedView& out,
+                                   const QuantizedView* out_t, const QuantizeArgs& args,
+                                   void* stream) {
   DeviceInfo info = info_;
   if (config != nullptr) {
     info.rows_config = config->rows ? &*config->rows : nullptr;
     info.tile_config = config->tile ? &*config->tile : nullptr;
   }
-  run(stream,
-      [&](Arena& a) { return plan_quantize(recipe, role, in, out, nullptr, args, info, a); });
+  run(stream, [&](Arena& a) { return plan_quantize(recipe, role, in, out, out_t, args, info, a); });
 }
 
 void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
@@ -188,13 +194,7 @@ void CudaBackend::quantize_pair_with(const QuantizeTuning* config, const Recipe&
                                      const TensorView& in, const QuantizedView& out,
                                      const QuantizedView& out_t, const QuantizeArgs& args,
                                      void* stream) {
-  DeviceInfo info = info_;
-  if (config != nullptr) {
-    info.rows_config = config->rows ? &*config->rows : nullptr;
-    info.tile_config = config->tile ? &*config->tile : nullptr;
-  }
-  run(stream,
-      [&](Arena& a) { return plan_quantize(recipe, role, in, out, &out_t, args, info, a); });
+  quantize_planned(config, recipe, role, in, out, &out_t, args, stream);
 }
 
 void CudaBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,

@@ -78,6 +78,10 @@ class CudaBackend final : public Backend {
   std::int64_t last_bytes() const { return last_bytes_; }
 
  private:
+  // One operand (out_t null) or a pair through plan_quantize, with `config`'s overrides.
+  void quantize_planned(const QuantizeTuning* config, const Recipe& recipe, Role role,
+                        const TensorView& in, const QuantizedView& out, const QuantizedView* out_t,
+                        const QuantizeArgs& args, void* stream);
   template <class MakePlan>
   void run(void* stream, MakePlan make_plan);
   // In gemm_launch.cpp: one GEMM kernel of a plan (tensor maps over the given operand codes).

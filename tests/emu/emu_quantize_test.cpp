@@ -66,9 +66,6 @@ TensorView narrowed(HostInput& in, std::int64_t cols) {
   return view;
 }
 
-Role partner_of(Role r) {
-  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
-}
 std::int64_t round_up(std::int64_t v, std::int64_t m) {
   return (v + m - 1) / m * m;
 }
@@ -78,7 +75,7 @@ class EmuQuantize : public testing::TestWithParam<Case> {};
 TEST_P(EmuQuantize, MatchesReference) {
   const Case& c = GetParam();
   const Recipe recipe = parse_recipe(c.recipe);
-  const Role partner = partner_of(c.role);
+  const Role partner = transposed_copy(c.role);
   const bool occ = recipe[c.role].occ || (c.pair && recipe[partner].occ);
   // wide: rows of several 1024-element chunks, the last one partial; padded: a row stride one
   // element longer than the rows (no 16-byte vectors).

@@ -123,9 +123,6 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;
 }
-Role partner_of(Role r) {
-  return r == Role::x ? Role::xt : (r == Role::w ? Role::wt : Role::dyt);
-}
 std::int64_t round_up(std::int64_t v, std::int64_t m) {
   return (v + m - 1) / m * m;
 }
@@ -136,7 +133,7 @@ TEST_P(GpuQuantize, MatchesReference) {
   REQUIRE_GPU();
   const Case& c = GetParam();
   const Recipe recipe = parse_recipe(c.recipe);
-  const Role partner = partner_of(c.role);
+  const Role partner = transposed_copy(c.role);
   const bool occ = recipe[c.role].occ || (c.pair && recipe[partner].occ);
   struct Variant {
     InputKind kind;
