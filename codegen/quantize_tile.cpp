@@ -80,7 +80,7 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
     // 1.02-1.37x faster than CTAs of 256 (BF16 input, mxfp4, nvfp4 and ue5m3 on an H100, from
     // 8192^2 up; bench/quantize_notes.md), but for double quantization (two phases and barriers
     // per tile) and 16-bit stochastic rounding, which lost 1.3-1.4x without a second CTA to
-    // overlap. At 8192 x 4096 (64 MB) 256 threads won by 7-10 % (the tuner measures both).
+    // overlap. Up to 88 MB of input 256 threads won by 4-10 % (the tuner measures both).
     const auto light = [](const OperandSpec* s) {
       return s->src != Source::requant && !(s->round == Round::stochastic && s->sr_bits == 16);
     };
