@@ -40,10 +40,11 @@ struct TileConfig {
   // Throws Error(invalid_argument) unless the tile holds whole groups of the operands.
   void validate(const OperandSpec* row, const OperandSpec* col, DType in) const;
 };
-// The heuristic's config; FP4JIT_QUANTIZE_TILE="threads=N,tile=RxC,minb=N" (any of the fields)
-// replaces those fields (measurements and diagnostics; a config the kernel cannot take is an
-// error naming the variable).
-TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in);
+// The heuristic's config for a source of `elements` (0: large); FP4JIT_QUANTIZE_TILE=
+// "threads=N,tile=RxC,minb=N" (any of the fields) replaces those fields (measurements and
+// diagnostics; a config the kernel cannot take is an error naming the variable).
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in,
+                               std::int64_t elements = 0);
 
 KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
                                   const RowsConfig& config, const std::string& target);

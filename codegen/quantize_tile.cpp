@@ -72,7 +72,8 @@ namespace {
 // FP32. Otherwise 64 x 64 (8 KiB of BF16, 16.6 KiB of shared memory as float: several CTAs per
 // SM), grown to 128 along a side where a group (a Hadamard chunk of 128, a block of 128 or more)
 // needs it.
-TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
+TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col, DType in,
+                                 std::int64_t elements) {
   TileConfig c;
   if (raw_tile(row) && raw_tile(col)) {
     c.tile_cols = in == DType::f32 ? 64 : 128;
@@ -80,12 +81,16 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
     // 1.02-1.37x faster than CTAs of 256 (BF16 input, mxfp4, nvfp4 and ue5m3 on an H100, from
     // 8192^2 up; bench/quantize_notes.md), but for double quantization (two phases and barriers
     // per tile) and 16-bit stochastic rounding, which lost 1.3-1.4x without a second CTA to
-    // overlap. Up to 88 MB of input 256 threads won by 4-10 % (the tuner measures both).
+    // overlap. E8M0-scaled pairs (mxfp4: the lightest tiles) ran 1.04-1.10x faster on 256 up to
+    // 11008 x 4096 elements; the two-level pairs kept 512 there (the tuner's winners).
     const auto light = [](const OperandSpec* s) {
       return s->src != Source::requant && !(s->round == Round::stochastic && s->sr_bits == 16);
     };
-    if (row != nullptr && col != nullptr && in != DType::f32 && light(row) && light(col))
-      c.threads = 512;
+    if (row != nullptr && col != nullptr && in != DType::f32 && light(row) && light(col)) {
+      const bool small_e8m0 = elements != 0 && elements < (std::int64_t{1} << 26) &&
+                              row->scale == ScaleFormat::e8m0 && col->scale == ScaleFormat::e8m0;
+      if (!small_e8m0) c.threads = 512;
+    }
     return c;
   }
   if (row != nullptr) c.tile_cols = std::max(c.tile_cols, k_span(*row));
@@ -95,8 +100,9 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
 
 }  // namespace
 
-TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in) {
-  TileConfig c = heuristic_tile_config(row, col, in);
+TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in,
+                               std::int64_t elements) {
+  TileConfig c = heuristic_tile_config(row, col, in, elements);
   const char* env = std::getenv("FP4JIT_QUANTIZE_TILE");
   if (env == nullptr || *env == '\0') return c;
   apply_config_fields("FP4JIT_QUANTIZE_TILE", env,

@@ -257,8 +257,8 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
            stream_grid(ceil_div(items, cfg.threads / 32)), cfg.threads, a, bytes);
     return;
   }
-  codegen::TileConfig cfg = codegen::default_tile_config(row ? &row->spec : nullptr,
-                                                         col ? &col->spec : nullptr, in.dtype);
+  codegen::TileConfig cfg = codegen::default_tile_config(
+      row ? &row->spec : nullptr, col ? &col->spec : nullptr, in.dtype, in.rows * in.cols);
   if (device_.tile_config != nullptr) {
     try {
       device_.tile_config->validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr,
@@ -341,7 +341,8 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   const bool requant = sc.src == Source::requant;
   bool fused = sr.occ == sc.occ && codegen::local_in_tile(sr) && codegen::local_in_tile(sc) &&
                (!requant || (sr.had.size == 0 && !sc.occ && !codegen::needs_stats(sc)));
-  const codegen::TileConfig cfg = codegen::default_tile_config(&sr, &sc, in.dtype);
+  const codegen::TileConfig cfg =
+      codegen::default_tile_config(&sr, &sc, in.dtype, in.rows * in.cols);
   try {
     cfg.validate(&sr, &sc, in.dtype);
   } catch (const Error&) {

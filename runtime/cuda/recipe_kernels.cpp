@@ -27,7 +27,7 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
   q.residual_index = reinterpret_cast<std::int64_t*>(fake);
   q.residual_value = reinterpret_cast<float*>(fake);
   q.residual_count = reinterpret_cast<std::int64_t*>(fake);
-  q.residual_capacity = kN * kN;
+  q.residual_capacity = std::int64_t{16384} * 16384;
   for (DType dt : dtypes) {
     const TensorView in{fake, dt, kN, kN, 0};
     for (Role role : kAllRoles) {
@@ -35,10 +35,13 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
       collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
       collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
     }
-    for (Role role : {Role::x, Role::w, Role::dy}) {
-      Arena arena;
-      collect(plan_quantize(recipe, role, in, q, &q, QuantizeArgs{}, device, arena));
-    }
+    // Pairs also over a large source: their CTA size depends on it (default_tile_config).
+    const TensorView large{fake, dt, 16384, 16384, 0};
+    for (Role role : {Role::x, Role::w, Role::dy})
+      for (const TensorView* src : {&in, &large}) {
+        Arena arena;
+        collect(plan_quantize(recipe, role, *src, q, &q, QuantizeArgs{}, device, arena));
+      }
     if (recipe[Role::w].dge) {
       for (DType out_type : dtypes) {
         Arena arena;

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "reference/reference.hpp"
 #include "runtime/cuda/plan.hpp"
@@ -137,24 +139,37 @@ TEST_P(EmuQuantize, MatchesReference) {
       continue;
     }
     const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
-    for (const bool given : {false, true}) {
-      if (given && !two_level) break;
-      HostOperand o(ref.layout, shape.rows * shape.cols),
-          o_t(ref_t.layout, shape.rows * shape.cols);
-      QuantizeArgs ga = args;
-      if (given) {
-        ga.amax = &ref.amax;
-        ga.amax_transposed = &ref_t.amax;
+    // A pair whose CTA size depends on the source's size (codegen::default_tile_config) also runs
+    // a large source's config here.
+    const codegen::TileConfig small_cfg = codegen::default_tile_config(
+        &recipe[c.role], &recipe[partner], v.dtype, shape.rows * shape.cols);
+    const codegen::TileConfig large_cfg = codegen::default_tile_config(
+        &recipe[c.role], &recipe[partner], v.dtype, std::int64_t{1} << 28);
+    std::vector<const codegen::TileConfig*> configs{nullptr};
+    if (large_cfg.text() != small_cfg.text()) configs.push_back(&large_cfg);
+    for (const codegen::TileConfig* config : configs)
+      for (const bool given : {false, true}) {
+        if (given && !two_level) break;
+        HostOperand o(ref.layout, shape.rows * shape.cols),
+            o_t(ref_t.layout, shape.rows * shape.cols);
+        QuantizeArgs ga = args;
+        if (given) {
+          ga.amax = &ref.amax;
+          ga.amax_transposed = &ref_t.amax;
+        }
+        cuda::DeviceInfo device = kDevice;
+        device.tile_config = config;
+        run([&](cuda::Arena& a) {
+          QuantizedView q = o.view(), qt = o_t.view();
+          return cuda::plan_quantize(recipe, c.role, view, q, &qt, ga, device, a);
+        });
+        const std::string how = std::string(given ? ", amax given" : "") +
+                                (config ? ", config " + config->text() : "");
+        ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "")
+            << "row-wise operand " << name(c.role) << how;
+        ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "")
+            << "transposed operand " << name(partner) << how;
       }
-      run([&](cuda::Arena& a) {
-        QuantizedView q = o.view(), qt = o_t.view();
-        return cuda::plan_quantize(recipe, c.role, view, q, &qt, ga, kDevice, a);
-      });
-      ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "")
-          << "row-wise operand " << name(c.role) << (given ? ", amax given" : "");
-      ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "")
-          << "transposed operand " << name(partner) << (given ? ", amax given" : "");
-    }
   }
 }
 

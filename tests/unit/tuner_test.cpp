@@ -480,13 +480,17 @@ TEST(CudaSpace, PairSpacesTuneTheFusedTileKernel) {
       }
     }
   }
-  // The heuristic's pair kernel differs from the single operand's (512 threads for mxfp4).
+  // The heuristic's pair kernel is the plan's for the size (mxfp4: 512 threads from 2^26
+  // elements).
   const Recipe mx = parse_recipe("mxfp4");
-  EXPECT_EQ(cuda_quantize_space(mx, Role::x, 1024, 2048, DType::bf16, cuda::DeviceInfo{}, nullptr,
-                                true)
-                .front()
-                .candidate.config,
-            "tile:threads=512,tile=64x128");
+  const auto first = [&](std::int64_t rows) {
+    return cuda_quantize_space(mx, Role::x, rows, 8192, DType::bf16, cuda::DeviceInfo{}, nullptr,
+                               true)
+        .front()
+        .candidate.config;
+  };
+  EXPECT_EQ(first(8192), "tile:threads=512,tile=64x128");
+  EXPECT_EQ(first(1024), "tile:threads=256,tile=64x128");
 }
 
 // quantize_rows takes the same ask and its own variable.
@@ -527,41 +531,56 @@ TEST(CudaSpace, RowsConfigsAskForCtasPerSmAndTakeTheEnvironment) {
 }
 
 // The heuristic's CTA size for quantize_tile: 512 threads for pairs of 16-bit input on the raw
-// path, but for double quantization and 16-bit stochastic rounding; 256 elsewhere.
+// path, but for double quantization and 16-bit stochastic rounding, and for E8M0-scaled pairs
+// under 2^26 elements; 256 elsewhere.
 TEST(CudaSpace, TileHeuristicTakesWideCtasForLightPairs) {
-  const auto threads = [](const char* preset, Role a, Role b, DType in) {
+  constexpr std::int64_t kSmall = 8192 * 4096, kLarge = std::int64_t{1} << 26;
+  const auto threads = [](const char* preset, Role a, Role b, DType in, std::int64_t n) {
     const Recipe r = parse_recipe(preset);
-    return codegen::default_tile_config(&r[a], &r[b], in).threads;
+    return codegen::default_tile_config(&r[a], &r[b], in, n).threads;
   };
-  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16), 512);
-  EXPECT_EQ(threads("mxfp4", Role::dy, Role::dyt, DType::f16), 512);
-  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16), 512);
-  EXPECT_EQ(threads("nvfp4", Role::dy, Role::dyt, DType::bf16), 512);  // 8-bit SR, Hadamard
-  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32), 256);     // 64 x 64 tiles
-  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16), 256);  // xt requantized
-  EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16), 256);  // 16-bit SR
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, kLarge), 512);
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, 0), 512);  // size unknown
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, kSmall), 256);
+  EXPECT_EQ(threads("mxfp4", Role::dy, Role::dyt, DType::f16, kLarge), 512);
+  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16, kSmall), 512);
+  EXPECT_EQ(threads("nvfp4", Role::dy, Role::dyt, DType::bf16, 4096), 512);  // 8-bit SR, Hadamard
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32, kLarge), 256);     // 64 x 64 tiles
+  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 256);  // xt requantized
+  EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16, kLarge), 256);  // 16-bit SR
   const Recipe mx = parse_recipe("mxfp4");
   EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16).threads, 256);
-  // A pair's plan launches what the heuristic says, 512 threads a CTA.
-  cuda::Arena arena;
+  // A pair's plan launches what the heuristic says for its source's size.
   const auto fake = [](int i) {
     return reinterpret_cast<void*>(cuda::Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
   };
-  const TensorView src{fake(0), DType::bf16, 256, 512, 0};
-  QuantizedView out, out_t;
-  out.codes = static_cast<std::uint8_t*>(fake(1));
-  out.scales = fake(2);
-  out_t.codes = static_cast<std::uint8_t*>(fake(3));
-  out_t.scales = fake(4);
-  const cuda::Plan plan = cuda::plan_quantize(mx, Role::x, src, out, &out_t, QuantizeArgs{},
-                                              cuda::DeviceInfo{}, arena);
-  int tiles = 0;
-  for (const auto& step : plan)
-    if (const auto* l = std::get_if<cuda::Launch>(&step); l && l->kernel.op == "quantize_tile") {
-      ++tiles;
-      EXPECT_EQ(l->block, 512u);
-    }
-  EXPECT_EQ(tiles, 1);
+  for (const auto& [rows, block] : {std::pair{8192, 512u}, std::pair{4096, 256u}}) {
+    cuda::Arena arena;
+    const TensorView src{fake(0), DType::bf16, rows, 8192, 0};
+    QuantizedView out, out_t;
+    out.codes = static_cast<std::uint8_t*>(fake(1));
+    out.scales = fake(2);
+    out_t.codes = static_cast<std::uint8_t*>(fake(3));
+    out_t.scales = fake(4);
+    const cuda::Plan plan = cuda::plan_quantize(mx, Role::x, src, out, &out_t, QuantizeArgs{},
+                                                cuda::DeviceInfo{}, arena);
+    int tiles = 0;
+    for (const auto& step : plan)
+      if (const auto* l = std::get_if<cuda::Launch>(&step); l && l->kernel.op == "quantize_tile") {
+        ++tiles;
+        EXPECT_EQ(l->block, block) << rows << " x 8192";
+      }
+    EXPECT_EQ(tiles, 1);
+  }
+  // Both sizes' kernels are among those compiled ahead of time.
+  std::set<std::string> configs;
+  for (const auto& k : cuda::recipe_kernels(mx, "sm_90a", std::array<DType, 1>{DType::bf16}))
+    if (k.op == "quantize_tile" && k.key_text.find("mode=both") != std::string::npos)
+      configs.insert(k.key_text.substr(k.key_text.find(";config=")));
+  EXPECT_TRUE(std::any_of(configs.begin(), configs.end(),
+                          [](const std::string& c) { return c.find("threads=512,") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(configs.begin(), configs.end(),
+                          [](const std::string& c) { return c.find("threads=256,") != std::string::npos; }));
 }
 
 // FP4JIT_QUANTIZE_TILE replaces fields of the heuristic's config, and says what is wrong.
