@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/error.hpp"
 
 namespace fp4jit::codegen {
 
-void apply_config_fields(const char* variable, const std::string& text,
-                         std::initializer_list<ConfigField> fields) {
+void override_from_env(const char* variable, std::initializer_list<ConfigField> fields,
+                       const std::function<void()>& validate) {
+  const char* env = std::getenv(variable);
+  if (env == nullptr || *env == '\0') return;
+  const std::string text(env);
   const auto bad = [&](const std::string& why) {
     fail(ErrorKind::invalid_argument, "{}='{}': {}", variable, text, why);
   };
@@ -29,7 +33,8 @@ void apply_config_fields(const char* variable, const std::string& text,
     int a = 0, b = 0;
     char tail = 0;
     if (field->second != nullptr) {
-      if (std::sscanf(value.c_str(), "%dx%d%c", &a, &b, &tail) != 2) bad("expected " + key + "=AxB");
+      if (std::sscanf(value.c_str(), "%dx%d%c", &a, &b, &tail) != 2)
+        bad("expected " + key + "=AxB");
       *field->value = a;
       *field->second = b;
     } else {
@@ -37,6 +42,11 @@ void apply_config_fields(const char* variable, const std::string& text,
       *field->value = a;
     }
     at = end + 1;
+  }
+  try {
+    validate();
+  } catch (const Error& e) {
+    bad(e.what());
   }
 }
 

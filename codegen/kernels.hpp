@@ -18,9 +18,9 @@ namespace fp4jit::codegen {
 struct RowsConfig {
   int threads = 256;
   int unroll = 4;
-  int min_blocks = 0;  // CTAs per SM asked of the register allocator (0: none)
+  int min_blocks = 0;        // CTAs per SM asked of the register allocator (0: none)
   std::string text() const;  // "threads=N,unroll=N", then ",minb=N" where min_blocks is set
-  void validate() const;  // throws Error(invalid_argument)
+  void validate() const;     // throws Error(invalid_argument)
   // The same, and that the config fits the operand's path for input `in`.
   void validate(const OperandSpec& s, DType in) const;
 };

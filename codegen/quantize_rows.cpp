@@ -1,8 +1,6 @@
 // Stub of templates/quantize/quantize_rows.cuh, and its config.
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "codegen/config_env.hpp"
 #include "codegen/kernels.hpp"
 #include "core/error.hpp"
@@ -76,15 +74,9 @@ RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
 
 RowsConfig default_rows_config(const OperandSpec& s, DType in) {
   RowsConfig c = heuristic_rows_config(s, in);
-  const char* env = std::getenv("FP4JIT_QUANTIZE_ROWS");
-  if (env == nullptr || *env == '\0') return c;
-  apply_config_fields("FP4JIT_QUANTIZE_ROWS", env,
-                      {{"threads", &c.threads}, {"unroll", &c.unroll}, {"minb", &c.min_blocks}});
-  try {
-    c.validate(s, in);
-  } catch (const Error& e) {
-    fail(ErrorKind::invalid_argument, "FP4JIT_QUANTIZE_ROWS='{}': {}", env, e.what());
-  }
+  override_from_env("FP4JIT_QUANTIZE_ROWS",
+                    {{"threads", &c.threads}, {"unroll", &c.unroll}, {"minb", &c.min_blocks}},
+                    [&] { c.validate(s, in); });
   return c;
 }
 

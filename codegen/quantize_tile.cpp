@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "codegen/config_env.hpp"
 #include "codegen/kernels.hpp"
@@ -103,16 +102,10 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
 TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, DType in,
                                std::int64_t elements) {
   TileConfig c = heuristic_tile_config(row, col, in, elements);
-  const char* env = std::getenv("FP4JIT_QUANTIZE_TILE");
-  if (env == nullptr || *env == '\0') return c;
-  apply_config_fields("FP4JIT_QUANTIZE_TILE", env,
-                      {{"threads", &c.threads}, {"tile", &c.tile_rows, &c.tile_cols},
-                       {"minb", &c.min_blocks}});
-  try {
-    c.validate(row, col, in);
-  } catch (const Error& e) {
-    fail(ErrorKind::invalid_argument, "FP4JIT_QUANTIZE_TILE='{}': {}", env, e.what());
-  }
+  override_from_env(
+      "FP4JIT_QUANTIZE_TILE",
+      {{"threads", &c.threads}, {"tile", &c.tile_rows, &c.tile_cols}, {"minb", &c.min_blocks}},
+      [&] { c.validate(row, col, in); });
   return c;
 }
 

@@ -16,10 +16,14 @@ constexpr std::array<Named<BackendKind>, 4> kBackendNames{{{BackendKind::automat
 
 std::unique_ptr<Backend> make_backend(const EngineOptions& options) {
   switch (options.backend) {
-    case BackendKind::reference: return make_reference_backend();
-    case BackendKind::host: return make_host_backend(options);
-    case BackendKind::cuda: return make_cuda_backend(options);
-    case BackendKind::automatic: break;
+    case BackendKind::reference:
+      return make_reference_backend();
+    case BackendKind::host:
+      return make_host_backend(options);
+    case BackendKind::cuda:
+      return make_cuda_backend(options);
+    case BackendKind::automatic:
+      break;
   }
   if (cuda_available()) {
     try {
@@ -37,11 +41,12 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& options) {
   }
 }
 
-void check_tensor(const TensorView& t, std::string_view what, std::int64_t rows, std::int64_t cols) {
+void check_tensor(const TensorView& t, std::string_view what, std::int64_t rows,
+                  std::int64_t cols) {
   if (t.data == nullptr) fail(ErrorKind::invalid_argument, "{}: null data pointer", what);
   if (t.rows != rows || t.cols != cols)
-    fail(ErrorKind::invalid_argument, "{}: expected a [{}, {}] tensor, got [{}, {}]", what, rows, cols,
-         t.rows, t.cols);
+    fail(ErrorKind::invalid_argument, "{}: expected a [{}, {}] tensor, got [{}, {}]", what, rows,
+         cols, t.rows, t.cols);
   if (t.row_stride != 0 && t.row_stride < t.cols)
     fail(ErrorKind::invalid_argument, "{}: row stride {} is smaller than its {} columns", what,
          t.row_stride, t.cols);
@@ -50,23 +55,29 @@ void check_tensor(const TensorView& t, std::string_view what, std::int64_t rows,
 void check_quantized(const Recipe& recipe, Role role, const QuantLayout& l, const QuantizedView& q,
                      std::string_view what) {
   if (q.codes == nullptr || q.scales == nullptr)
-    fail(ErrorKind::invalid_argument, "{} (operand {}): codes and scales are required", what, name(role));
-  if (l.two_level && q.tensor_scale == nullptr)
-    fail(ErrorKind::invalid_argument, "{} (operand {}): two-level recipe: tensor_scale is required", what,
+    fail(ErrorKind::invalid_argument, "{} (operand {}): codes and scales are required", what,
          name(role));
-  if (recipe[role].occ && (q.residual_count == nullptr || (q.residual_capacity > 0 &&
-                                                           (q.residual_index == nullptr || q.residual_value == nullptr))))
+  if (l.two_level && q.tensor_scale == nullptr)
+    fail(ErrorKind::invalid_argument, "{} (operand {}): two-level recipe: tensor_scale is required",
+         what, name(role));
+  if (recipe[role].occ &&
+      (q.residual_count == nullptr ||
+       (q.residual_capacity > 0 && (q.residual_index == nullptr || q.residual_value == nullptr))))
     fail(ErrorKind::invalid_argument,
-         "{} (operand {}): OCC operand: residual_count (and index/value buffers for its capacity) are required",
+         "{} (operand {}): OCC operand: residual_count (and index/value buffers for its capacity) "
+         "are required",
          what, name(role));
 }
 
 }  // namespace
 
-std::span<const Named<BackendKind>> backend_names() { return kBackendNames; }
+std::span<const Named<BackendKind>> backend_names() {
+  return kBackendNames;
+}
 
-void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
-                            const QuantizedView& out_transposed, const QuantizeArgs& args, void* stream) {
+void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                            const QuantizedView& out, const QuantizedView& out_transposed,
+                            const QuantizeArgs& args, void* stream) {
   quantize(recipe, role, in, out, args, stream);
   quantize(recipe, transposed_copy(role), in, out_transposed, args, stream);
 }
@@ -76,35 +87,44 @@ Engine::~Engine() = default;
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
-BackendKind Engine::backend() const { return backend_->kind(); }
-std::string Engine::description() const { return backend_->description(); }
+BackendKind Engine::backend() const {
+  return backend_->kind();
+}
+std::string Engine::description() const {
+  return backend_->description();
+}
 
-QuantLayout Engine::layout(const Recipe& recipe, Role role, std::int64_t rows, std::int64_t cols) const {
+QuantLayout Engine::layout(const Recipe& recipe, Role role, std::int64_t rows,
+                           std::int64_t cols) const {
   return quant_layout(recipe, role, rows, cols);
 }
 
-void Engine::quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
-                      const QuantizeArgs& args, void* stream) {
+void Engine::quantize(const Recipe& recipe, Role role, const TensorView& in,
+                      const QuantizedView& out, const QuantizeArgs& args, void* stream) {
   const QuantLayout l = quant_layout(recipe, role, in.rows, in.cols);
   check_tensor(in, "quantize input", in.rows, in.cols);
   check_quantized(recipe, role, l, out, "quantize output");
   backend_->quantize(recipe, role, in, out, args, stream);
 }
 
-void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,
-                           const QuantizedView& out_transposed, const QuantizeArgs& args, void* stream) {
+void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
+                           const QuantizedView& out, const QuantizedView& out_transposed,
+                           const QuantizeArgs& args, void* stream) {
   if (role != Role::x && role != Role::w && role != Role::dy)
-    fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})", name(role));
+    fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})",
+         name(role));
   const Role partner = transposed_copy(role);
   check_tensor(in, "quantize input", in.rows, in.cols);
-  check_quantized(recipe, role, quant_layout(recipe, role, in.rows, in.cols), out, "quantize output");
+  check_quantized(recipe, role, quant_layout(recipe, role, in.rows, in.cols), out,
+                  "quantize output");
   check_quantized(recipe, partner, quant_layout(recipe, partner, in.rows, in.cols), out_transposed,
                   "quantize transposed output");
   backend_->quantize_pair(recipe, role, in, out, out_transposed, args, stream);
 }
 
-void Engine::dequantize(const Recipe& recipe, Role role, const QuantizedView& in, std::int64_t source_rows,
-                        std::int64_t source_cols, const TensorView& out, void* stream) {
+void Engine::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
+                        std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
+                        void* stream) {
   const QuantLayout l = quant_layout(recipe, role, source_rows, source_cols);
   check_quantized(recipe, role, l, in, "dequantize input");
   check_tensor(out, "dequantize output", l.rows, l.cols);
@@ -113,7 +133,8 @@ void Engine::dequantize(const Recipe& recipe, Role role, const QuantizedView& in
 
 void Engine::dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) {
   if (!recipe[Role::w].dge)
-    fail(ErrorKind::invalid_argument, "dge: recipe '{}' has dge=off for the weight operand w", recipe.preset);
+    fail(ErrorKind::invalid_argument, "dge: recipe '{}' has dge=off for the weight operand w",
+         recipe.preset);
   quant_layout(recipe, Role::w, w.rows, w.cols);
   check_tensor(w, "dge input", w.rows, w.cols);
   check_tensor(out, "dge output", w.rows, w.cols);

@@ -18,10 +18,9 @@ std::string gemm_problem(GemmOp op, const GemmShape& shape, const std::string& o
   return out;
 }
 
-std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in,
-                             bool pair) {
-  const std::string operand =
-      pair ? fmt::format("{}+{}", name(role), name(transposed_copy(role))) : std::string(name(role));
+std::string quantize_problem(Role role, std::int64_t rows, std::int64_t cols, DType in, bool pair) {
+  const std::string operand = pair ? fmt::format("{}+{}", name(role), name(transposed_copy(role)))
+                                   : std::string(name(role));
   return fmt::format("quantize {} rows<={} cols={} in={}", operand, m_bucket(rows), cols, name(in));
 }
 

@@ -242,7 +242,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
 
   cuda::CudaBackend& backend_;
   std::vector<CudaQuantizeCandidate> space_;
-  std::vector<std::uint8_t> source_;  // from prepare_host() to prepare()
+  std::vector<std::uint8_t> source_;                       // from prepare_host() to prepare()
   std::unique_ptr<OperandBuffers> expected_, expected_t_;  // _t: a pair's transposed copy
   std::unique_ptr<OperandBuffers> got_, got_t_;  // verify's copies of the result (overwritten)
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;

@@ -274,7 +274,8 @@ std::vector<CudaQuantizeCandidate> cuda_quantize_space(const Recipe& recipe, Rol
   plain.tile_config = nullptr;
   std::string heuristic;
   bool rows_kernel = false, tile_kernel = false;
-  for (const auto& [op, config] : cuda_quantize_kernels(recipe, role, rows, cols, in, plain, pair)) {
+  for (const auto& [op, config] :
+       cuda_quantize_kernels(recipe, role, rows, cols, in, plain, pair)) {
     const bool r = op == "quantize_rows", t = op == "quantize_tile";
     rows_kernel = rows_kernel || r;
     tile_kernel = tile_kernel || t;

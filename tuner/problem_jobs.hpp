@@ -133,7 +133,7 @@ class QuantizeProblemJob : public TuneJob {
         in_(in),
         pair_(pair),
         layout_(quant_layout(recipe, role, rows, cols)),
-        layout_t_(quant_layout(recipe, transposed_copy(role), rows, cols)) {
+        layout_t_(pair ? quant_layout(recipe, transposed_copy(role), rows, cols) : layout_) {
     if (pair && role != Role::x && role != Role::w && role != Role::dy)
       fail(ErrorKind::invalid_argument, "quantize pair: role must be x, w or dy (got {})",
            name(role));
@@ -146,7 +146,7 @@ class QuantizeProblemJob : public TuneJob {
   DType in_;
   bool pair_;
   QuantLayout layout_;
-  QuantLayout layout_t_;  // the transposed copy's (read for pairs only)
+  QuantLayout layout_t_;  // a pair's transposed copy's (a single operand: layout_)
 };
 
 }  // namespace fp4jit::tuner

@@ -26,8 +26,8 @@ QuantizeTuning parse_quantize_tuning(const std::string& text) {
   const std::string rest = text.substr(colon + 1);
   if (kind == "rows") {
     int minb = 0;
-    const int n = std::sscanf(rest.c_str(), "threads=%d,unroll=%d,minb=%d%c", &threads, &a, &minb,
-                              &tail);
+    const int n =
+        std::sscanf(rest.c_str(), "threads=%d,unroll=%d,minb=%d%c", &threads, &a, &minb, &tail);
     if (n != 2 && n != 3) bad("expected rows:threads=N,unroll=N[,minb=N]");
     t.rows = codegen::RowsConfig{threads, a, minb};
     t.rows->validate();

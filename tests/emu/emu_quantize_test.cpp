@@ -163,8 +163,8 @@ TEST_P(EmuQuantize, MatchesReference) {
           QuantizedView q = o.view(), qt = o_t.view();
           return cuda::plan_quantize(recipe, c.role, view, q, &qt, ga, device, a);
         });
-        const std::string how = std::string(given ? ", amax given" : "") +
-                                (config ? ", config " + config->text() : "");
+        const std::string how =
+            std::string(given ? ", amax given" : "") + (config ? ", config " + config->text() : "");
         ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "")
             << "row-wise operand " << name(c.role) << how;
         ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "")

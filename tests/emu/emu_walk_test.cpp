@@ -18,55 +18,26 @@ namespace {
 
 using kern::i64;
 
-struct Place {
-  i64 r = -1, c = -1;
-};
-
-// Where flat index i of the walk lies: row-major.
-Place expected(i64 i, i64 cols) {
-  return {i / cols, i % cols};
-}
-
-// Runs every CTA's walk; places[flat index] = where the walk put it (each index once).
-template <class Walk, bool kReverse, class Make>
-void check_walk(i64 rows, i64 cols, i64 ctas, Make make) {
-  const i64 total = rows * cols;
-  std::vector<Place> seen(static_cast<std::size_t>(total));
-  std::vector<int> count(static_cast<std::size_t>(total), 0);
-  for (i64 b = 0; b < ctas; ++b) {
-    Walk w = make(b, ctas, rows, cols, total);
-    for (i64 t = b; t < total; t += ctas, w.next()) {
-      const i64 i = kReverse ? total - 1 - t : t;
-      ASSERT_GE(w.r, 0);
-      ASSERT_LT(w.r, rows);
-      ASSERT_GE(w.c, 0);
-      ASSERT_LT(w.c, cols);
-      ++count[static_cast<std::size_t>(i)];
-      seen[static_cast<std::size_t>(i)] = {w.r, w.c};
-    }
-    // Moves past the end are made (the prefetching walker runs ahead) and must stay harmless.
-    for (int k = 0; k < 3; ++k) w.next();
-  }
-  std::vector<int> covered(static_cast<std::size_t>(total), 0);
-  for (i64 i = 0; i < total; ++i) {
-    ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << "flat index " << i;
-    const Place e = expected(i, cols);
-    const Place& p = seen[static_cast<std::size_t>(i)];
-    ASSERT_EQ(p.r, e.r) << "flat index " << i << " of " << rows << "x" << cols;
-    ASSERT_EQ(p.c, e.c) << "flat index " << i << " of " << rows << "x" << cols;
-    ++covered[static_cast<std::size_t>(p.r * cols + p.c)];
-  }
-  for (i64 k = 0; k < total; ++k) ASSERT_EQ(covered[static_cast<std::size_t>(k)], 1) << "tile " << k;
-}
-
+// Runs every CTA's walk over a rows x cols grid: each flat index once, at its row-major place.
 template <bool kReverse>
 void check_grid(i64 rows, i64 cols, i64 ctas) {
   SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tiles, " << ctas << " CTAs"
                                   << (kReverse ? ", reverse" : ""));
-  check_walk<kern::GridWalk<kReverse>, kReverse>(
-      rows, cols, ctas, [](i64 b, i64 step, i64, i64 c, i64 total) {
-        return kern::GridWalk<kReverse>(b, step, c, total);
-      });
+  const i64 total = rows * cols;
+  std::vector<int> count(static_cast<std::size_t>(total), 0);
+  for (i64 b = 0; b < ctas; ++b) {
+    kern::GridWalk<kReverse> w(b, ctas, cols, total);
+    for (i64 t = b; t < total; t += ctas, w.next()) {
+      const i64 i = kReverse ? total - 1 - t : t;
+      ASSERT_EQ(w.r, i / cols) << "flat index " << i;
+      ASSERT_EQ(w.c, i % cols) << "flat index " << i;
+      ++count[static_cast<std::size_t>(i)];
+    }
+    // Moves past the end are made (the prefetching walker runs ahead) and must stay harmless.
+    for (int k = 0; k < 3; ++k) w.next();
+  }
+  for (i64 i = 0; i < total; ++i)
+    ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << "flat index " << i;
 }
 
 struct Grid {
