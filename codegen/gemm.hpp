@@ -48,6 +48,10 @@ struct GemmSm90Config {
   bool nv_interleave = false;
   int period = 1;     // staged mx / ms_grad: K tiles per promotion segment (staged_geometry.cuh)
   int cluster_m = 1;  // staged: CTAs per cluster along M sharing B by TMA multicast (1 or 2)
+  // staged: D stored through shared memory and TMA (a buffer of the whole tile beside the ring),
+  // overlapping the next tile's main loop; where D is not TMA-addressable the kernel falls back to
+  // register stores at run time.
+  bool tma_store = false;
   // The swapped small-M kernel (templates/gemm/sm90/swap.cuh, mx and nv): B expanded in the
   // consumers' registers, A expanded once; block_n is then its tile of A's rows (64 or 128), and
   // period its K tiles per segment (mx: per promotion; nv: per load of B's scale codes).
@@ -56,16 +60,23 @@ struct GemmSm90Config {
   // and sum their partials in distributed shared memory instead of a global workspace.
   bool cluster_split = false;
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
-  // period is not 1, ",cm=2" for clusters of two); swapped "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1"
-  // with cluster split-K)
+  // period is not 1, ",cm=2" for clusters of two, ",ts=1" for TMA stores of D); swapped
+  // "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1" with cluster split-K)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };
 // The ring depths that fit shared memory for a tile width (measured defaults of
 // bench/gemm_sm90_notes.md).
 GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n);
-// The staged kernel's config for a tile width: as many stages as fit (at most 6).
+// The staged kernel's config for a tile width: TMA stores of D (sm90_staged_tma_store_default), and
+// as many stages as fit beside its buffer (at most 6).
 GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n);
+// ... with TMA stores of D on or off.
+GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n, bool tma_store);
+// Whether the staged kernel's default stores D through TMA for this output type.
+bool sm90_staged_tma_store_default(DType out);
+// Bytes per element of D in the staged kernel's epilogue buffer (0: no buffer, register stores).
+int sm90_staged_epi_out_bytes(const GemmSpec& spec, const GemmSm90Config& config);
 // The swapped kernel's config for a tile of block_t rows of A: as many stages as fit (at most 8).
 GemmSm90Config default_sm90_swap_config(const GemmSpec& spec, int block_t);
 

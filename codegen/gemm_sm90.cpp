@@ -41,16 +41,21 @@ std::string GemmSm90Config::text() const {
     return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
   if (staged)
-    return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}", block_n, packed_stages, raster_group,
+    return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n",
                        period != 1 ? fmt::format(",pp={}", period) : std::string(),
-                       cluster_m != 1 ? fmt::format(",cm={}", cluster_m) : std::string());
+                       cluster_m != 1 ? fmt::format(",cm={}", cluster_m) : std::string(),
+                       tma_store ? ",ts=1" : "");
   return fmt::format("bn={},ps={},es={},rg={}{},il={}", block_n, packed_stages, exp_stages,
                      raster_group, raster_along_m ? "m" : "n", nv_interleave ? 1 : 0);
 }
 
 void GemmSm90Config::validate(const GemmSpec& spec) const {
   const bool promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+  if (tma_store && !staged)
+    fail(ErrorKind::invalid_argument,
+         "gemm_sm90 config {}: ts (TMA stores of D) applies to the staged kernel (sg=1) only",
+         text());
   if (cluster_split && !swap)
     fail(ErrorKind::invalid_argument,
          "gemm_sm90 config {}: cs (split-K in clusters) applies to the swapped kernel (sw=1) only",
@@ -103,11 +108,12 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     if (cluster_m != 1 && cluster_m != 2)
       fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: cm (CTAs per cluster) must be 1 or 2",
            text());
-    const sm90::StagedGeometry g =
-        sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages);
+    const sm90::StagedGeometry g = sm90::staged_geometry(kind_of(spec.path), block_n, packed_stages,
+                                                         sm90_staged_epi_out_bytes(spec, *this));
     if (g.smem_bytes > 227 * 1024)
       fail(ErrorKind::invalid_argument,
-           "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
+           "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB{}", text(), g.smem_bytes,
+           tma_store ? fmt::format(" ({} of them the epilogue's tile of D)", g.epi_bytes) : "");
     return;
   }
   if (block_n % 64 != 0 || block_n < 64 || block_n > (promote ? 128 : 256))
@@ -153,15 +159,29 @@ GemmSm90Config default_sm90_config(const GemmSpec& spec, int block_n) {
   return c;
 }
 
+bool sm90_staged_tma_store_default(DType out) {
+  return out == DType::bf16 || out == DType::f16;
+}
+
+int sm90_staged_epi_out_bytes(const GemmSpec& spec, const GemmSm90Config& config) {
+  if (!config.staged || !config.tma_store) return 0;
+  return spec.out == DType::f32 ? 4 : 2;
+}
+
 GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
+  return default_sm90_staged_config(spec, block_n, sm90_staged_tma_store_default(spec.out));
+}
+
+GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n, bool tma_store) {
   GemmSm90Config c;
   c.staged = true;
   c.block_n = block_n;
   c.period = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad ? sm90::kStagedPeriod : 1;
+  c.tma_store = tma_store;
   c.packed_stages = 6;
-  while (c.packed_stages > 2 &&
-         sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages).smem_bytes >
-             227 * 1024)
+  while (c.packed_stages > 2 && sm90::staged_geometry(kind_of(spec.path), block_n, c.packed_stages,
+                                                      sm90_staged_epi_out_bytes(spec, c))
+                                        .smem_bytes > 227 * 1024)
     --c.packed_stages;
   return c;
 }
@@ -236,8 +256,9 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
   } else if (config.staged) {
     members = fmt::format(
         "  static constexpr int kPeriod = {};\n"
-        "  static constexpr int kClusterM = {};\n",
-        config.period, config.cluster_m);
+        "  static constexpr int kClusterM = {};\n"
+        "  static constexpr bool kTmaStore = {};\n",
+        config.period, config.cluster_m, config.tma_store);
     header = "gemm/sm90/staged.cuh", function = "gemm_staged_kernel";
   } else {
     members = fmt::format(
@@ -249,6 +270,11 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
   KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target,
                                       sm90_declarations(spec, config, members));
   if (header != nullptr) k.header = header, k.function = function;
+  if (config.staged)  // D's tensor map after the operands' (staged.cuh)
+    k.args_type =
+        "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
+        "fp4jit::sm90::TmaDesc, const __grid_constant__ fp4jit::sm90::TmaDesc, const "
+        "fp4jit::gemm::GemmParams";
   return k;
 }
 

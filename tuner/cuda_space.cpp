@@ -121,6 +121,14 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
           c.splits = splits;
           consider(c);
         }
+    // D stored the other way (TMA stores through shared memory, or from registers), as many
+    // stages as fit with it, one split.
+    {
+      codegen::GemmChoice c = h;
+      c.sm90 = codegen::default_sm90_staged_config(spec, bn, !base.tma_store);
+      c.splits = 1;
+      consider(c);
+    }
     // Clusters of two CTAs sharing B by TMA multicast (one split): where B's L2 traffic limits.
     if (m > 128) {
       codegen::GemmChoice c = h;

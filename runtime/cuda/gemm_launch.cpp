@@ -46,6 +46,31 @@ CUtensorMap tensor_map(const Driver& d, const void* codes, std::int64_t row_byte
   return map;
 }
 
+// D [M, ldd] of the output type as the staged kernel's TMA-store target: box {128 bytes of a row,
+// 64 rows}, 128-byte swizzle (templates/gemm/sm90/epilogue.cuh, epilogue_store_tma). Returns false
+// (nothing encoded) where TMA cannot address D: a base not 16-byte aligned or a row pitch not a
+// multiple of 16 bytes.
+bool output_tensor_map(const Driver& d, const gemm::GemmParams& p, DType out, CUtensorMap* map) {
+  const std::int64_t bytes = static_cast<std::int64_t>(dtype_size(out));
+  const std::int64_t pitch = p.ldd * bytes;
+  if (p.d == nullptr || reinterpret_cast<std::uintptr_t>(p.d) % 16 != 0 || pitch % 16 != 0 ||
+      pitch >= (std::int64_t{1} << 40) || p.M < 1 || p.N < 1)
+    return false;
+  const CUtensorMapDataType type = out == DType::f32   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : out == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.N), static_cast<cuuint64_t>(p.M)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(pitch)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / bytes), 64};
+  const cuuint32_t element_strides[2] = {1, 1};
+  check(
+      d.tensor_map_encode_tiled(map, type, 2, p.d, dims, strides, box, element_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      "cuTensorMapEncodeTiled (GEMM output)");
+  return true;
+}
+
 std::int64_t stride_of(const TensorView& t) {
   return t.row_stride == 0 ? t.cols : t.row_stride;
 }
@@ -170,7 +195,13 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
                               plan.b_box_rows, plan.b_swizzle);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
-  void* params[] = {&ta, &tb, &p};
+  // The staged kernel's third map is D's (unread unless p.tma_store).
+  CUtensorMap td{};
+  const bool staged = plan.staged && !plan.swap;
+  p.tma_store = staged && plan.tma_store && output_tensor_map(d_, p, plan.spec.out, &td) ? 1 : 0;
+  void* params3[] = {&ta, &tb, &p};
+  void* params4[] = {&ta, &tb, &td, &p};
+  void** params = staged ? params4 : params3;
   // Clusters along x (GemmPlan::launch_cluster): the persistent grid is as many whole clusters as
   // can be resident at once (a GPC may hold fewer of them than its SMs / cluster).
   const int cluster = plan.launch_cluster();

@@ -79,6 +79,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.period = v;
     } else if (key == "cm" && !sm100) {
       c.sm90.cluster_m = v;
+    } else if (key == "ts" && !sm100) {
+      c.sm90.tma_store = v != 0;
     } else if (key == "cs" && !sm100) {
       c.sm90.cluster_split = v != 0;
     } else if (key == "il" && !sm100) {
@@ -168,8 +170,10 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
   } else if (p.choice.sm90.staged) {
     const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(p.spec.path));
     const codegen::GemmSm90Config& c = p.choice.sm90;
-    const sm90::StagedGeometry g = sm90::staged_geometry(kind, c.block_n, c.packed_stages);
+    const sm90::StagedGeometry g = sm90::staged_geometry(
+        kind, c.block_n, c.packed_stages, codegen::sm90_staged_epi_out_bytes(p.spec, c));
     p.staged = true;
+    p.tma_store = c.tma_store;
     p.block_n = c.block_n;
     p.threads = g.threads;
     p.smem_bytes = g.smem_bytes;

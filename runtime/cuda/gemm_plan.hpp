@@ -33,6 +33,9 @@ struct GemmPlan {
   // only: B stays packed (expand_b empty) and A's expansion checks B's scale window.
   bool staged = false;
   bool swap = false;
+  // The staged kernel takes a third tensor map, D's; tma_store: its config stores D through it
+  // (the launch encodes it when D is TMA-addressable, GemmParams::tma_store).
+  bool tma_store = false;
   codegen::KernelSource expand_a, expand_b;
   std::int64_t a_code_row_bytes = 0, b_code_row_bytes = 0;  // packed codes (the expansions' input)
   int period = 1;

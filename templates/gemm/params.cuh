@@ -61,6 +61,9 @@ struct GemmParams {
   // after it with fallback_runs = 1 runs only when it is set, so exactly one of them writes D.
   const unsigned* fallback;
   int fallback_runs;
+  // Staged sm90 kernel with Cfg::kTmaStore: 1 when the launch passed a tensor map of D (its base
+  // 16-byte aligned, its row pitch a multiple of 16 bytes), else 0 (register stores).
+  int tma_store;
 };
 
 // The expansion pass of the staged sm90 path: one quantized operand [rows, K] -> its tensor-core

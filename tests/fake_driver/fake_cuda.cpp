@@ -11,7 +11,8 @@
 // fake_cuda_calls(name) returns how often `name` was called (nullptr: all entry points together);
 // fake_cuda_name(i) names entry point i (nullptr past the last); fake_cuda_reset() zeroes the
 // counts; fake_cuda_last_launch_ex(grid, cluster, dependent) tells the last cuLaunchKernelEx's
-// grid, cluster size and programmatic dependency.
+// grid, cluster size and programmatic dependency; fake_cuda_output_maps(v) the tensor maps of
+// element types other than uint8 (a GEMM's D) since the last reset, and the last one's shape.
 #include <cuda.h>
 
 #include <atomic>
@@ -247,11 +248,26 @@ CUresult f_func_get_attribute(int* v, CUfunction_attribute, CUfunction) {
 CUresult f_func_set_attribute(CUfunction, CUfunction_attribute, int) {
   return count(k_func_set_attribute);
 }
-CUresult f_tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+// Tensor maps of other element types than uint8 (the operands' codes are uint8): how many since
+// the last reset, and the last one's element bytes, dims, row pitch, box and swizzle.
+std::atomic<long> g_out_maps{0};
+long g_out_map[7] = {};
+CUresult f_tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank,
+                                   void*, const cuuint64_t* dims, const cuuint64_t* strides,
+                                   const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle swizzle, CUtensorMapL2promotion,
+                                   CUtensorMapFloatOOBfill) {
   std::memset(map, 0, sizeof *map);
+  if (type != CU_TENSOR_MAP_DATA_TYPE_UINT8 && rank == 2) {
+    g_out_maps.fetch_add(1);
+    g_out_map[0] = type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 2;
+    g_out_map[1] = static_cast<long>(dims[0]);
+    g_out_map[2] = static_cast<long>(dims[1]);
+    g_out_map[3] = static_cast<long>(strides[0]);
+    g_out_map[4] = static_cast<long>(box[0]);
+    g_out_map[5] = static_cast<long>(box[1]);
+    g_out_map[6] = swizzle == CU_TENSOR_MAP_SWIZZLE_128B ? 128 : 0;
+  }
   return count(k_tensor_map_encode_tiled);
 }
 CUresult f_launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -486,7 +502,15 @@ __attribute__((visibility("default"))) void fake_cuda_last_launch_ex(int* grid, 
   *dependent = g_ex_dependent.load();
 }
 
+// Output tensor maps since the last reset; v[0..6]: the last one's element bytes, dims (columns,
+// rows), row pitch in bytes, box (columns, rows) and swizzle (128 or 0).
+__attribute__((visibility("default"))) long fake_cuda_output_maps(long* v) {
+  for (int i = 0; i < 7; ++i) v[i] = g_out_map[i];
+  return g_out_maps.load();
+}
+
 __attribute__((visibility("default"))) void fake_cuda_reset() {
+  g_out_maps.store(0);
   for (auto& c : g_counts) c.store(0, std::memory_order_relaxed);
 }
 }

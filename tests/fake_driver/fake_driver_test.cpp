@@ -224,6 +224,48 @@ TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   }
 }
 
+// The staged kernel with TMA stores of D (ts=1, the default for 16-bit outputs) encodes D's tensor
+// map on every call: element type, dims {N, M}, the row pitch, box {128 bytes, 64 rows}, 128-byte
+// swizzle. A D that TMA cannot address (row pitch not a multiple of 16 bytes) and the register-
+// store config (ts=0) encode none.
+TEST_F(FakeDriverTest, StagedGemmEncodesTheOutputMapForTmaStores) {
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const GemmShape s{1024, 520, 512};
+  const FpropOperands ops(*engine_, r, s);
+  using MapsFn = long (*)(long*);
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  const auto maps = reinterpret_cast<MapsFn>(dlsym(lib, "fake_cuda_output_maps"));
+  ASSERT_NE(maps, nullptr);
+  struct Choice {
+    explicit Choice(const char* text) { setenv("FP4JIT_SM90_GEMM", text, 1); }
+    ~Choice() { unsetenv("FP4JIT_SM90_GEMM"); }
+  };
+  long v[7];
+  {
+    Choice c("staged");
+    counted_gemms(r, s, ops.a, ops.b, ops.y, 2);
+    EXPECT_EQ(maps(v), 2);
+    EXPECT_EQ(std::vector<long>(v, v + 7), (std::vector<long>{2, 520, 1024, 1040, 64, 64, 128}));
+  }
+  cuda::DeviceBuffer f32(static_cast<std::size_t>(s.m * s.n * 4));
+  {
+    Choice c("sg=1,bn=128,ps=3,rg=8m,pp=4,ts=1,sk=1");
+    counted_gemms(r, s, ops.a, ops.b, TensorView{f32.get(), DType::f32, s.m, s.n}, 1);
+    EXPECT_EQ(maps(v), 1);
+    EXPECT_EQ(std::vector<long>(v, v + 7), (std::vector<long>{4, 520, 1024, 2080, 32, 64, 128}));
+    // 518 floats per row: 2072 bytes, not a multiple of 16.
+    counted_gemms(r, GemmShape{1024, 518, 512}, ops.a, ops.b,
+                  TensorView{f32.get(), DType::f32, s.m, 518}, 1);
+    EXPECT_EQ(maps(v), 0);
+  }
+  {
+    Choice c("sg=1,bn=128,ps=5,rg=8m,pp=4,ts=0,sk=1");
+    counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
+    EXPECT_EQ(maps(v), 0);
+  }
+}
+
 // A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and a fused
 // fallback: the window flag and whatever tile counters the launch uses are cleared by one memset;
 // A's expansion (with B's check), the swapped kernel and the fused fallback are the three launches,

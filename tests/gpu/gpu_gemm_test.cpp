@@ -301,6 +301,20 @@ std::vector<GemmCase> gemm_cases() {
         out.push_back({recipe, op.value, s, choice, false});
       out.push_back({recipe, op.value, {640, 384, 1024}, choice, true});
     }
+  // D through TMA stores (ts=1) with FP32 output (the default's 16-bit outputs are covered by
+  // GpuGemmStaged below): ragged rows and columns clipped by the TMA unit (1000 x 3000), a row
+  // pitch TMA cannot address (129 columns: register stores at run time), split-K's last split,
+  // clusters of two.
+  for (const auto& [recipe, choice] :
+       {std::pair<const char*, const char*>{"mxfp4", "sg=1,bn=192,ps=3,rg=8m,pp=4,ts=1,sk=1"},
+        {"tetrajet", "sg=1,bn=128,ps=3,rg=8m,pp=4,ts=1,sk=2"},
+        {"nvfp4", "sg=1,bn=128,ps=3,rg=8m,ts=1,sk=1"},
+        {"ue5m3", "sg=1,bn=128,ps=3,rg=8m,cm=2,ts=1,sk=1"},
+        {"msfp4", "sg=1,bn=128,ps=3,rg=8m,ts=1,sk=1"}})
+    for (const auto& op : gemm_op_names())
+      for (const GemmShape& s :
+           {GemmShape{1000, 3000, 4096}, GemmShape{8191, 129, 2048}, GemmShape{768, 1440, 1440}})
+        out.push_back({recipe, op.value, s, choice, false});
   // The swapped small-M kernel (mx, nv): the heuristic's swap choice ("swap") at few and many rows
   // of A (one token tile of 64 or 128, several), ragged N and K ending inside a segment or a K
   // tile, and other tiles, periods and split-K; an mx stress case takes the fallback (B's scale
@@ -370,6 +384,66 @@ TEST(GpuGemmSwap, ClusterSplitKMatchesGlobalSplitKBitForBit) {
       EXPECT_EQ(nan, 0) << recipe << " " << gemm_shape_text(sh) << ": unwritten outputs";
       EXPECT_EQ(differ, 0) << recipe << " " << gemm_shape_text(sh)
                            << ": outputs differing from the global split-K's";
+    }
+}
+
+// The staged kernel's epilogue through shared memory and TMA stores writes the same bits as its
+// register stores, for every output type, with alpha, a bias and beta * C aliasing D, at ragged
+// edges (1000 x 3000: the last row and column tiles clipped; 8191 x 136).
+TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
+  REQUIRE_GPU();
+  const struct {
+    const char* recipe;
+    GemmOp op;
+    const char* choice;  // without ",ts=..."
+  } cases[] = {{"mxfp4", GemmOp::fprop, "sg=1,bn=192,ps=3,rg=8m,pp=4"},
+               {"nvfp4", GemmOp::dgrad, "sg=1,bn=128,ps=3,rg=8m"},
+               {"msfp4", GemmOp::fprop, "sg=1,bn=128,ps=3,rg=8m"},
+               {"msfp4", GemmOp::wgrad, "sg=1,bn=128,ps=3,rg=8m,pp=4"}};
+  for (const auto& k : cases)
+    for (const GemmShape& sh : {GemmShape{1000, 3000, 4096}, GemmShape{8191, 136, 2048}}) {
+      const GemmCase c{k.recipe, k.op, sh, "", false};
+      CaseData s;
+      ASSERT_EQ(prepare(engine, c, s), "");
+      std::vector<float> bias(static_cast<std::size_t>(sh.n));
+      for (std::size_t j = 0; j < bias.size(); ++j)
+        bias[j] = 0.125f * static_cast<float>(j % 7) - 0.5f;
+      cuda::DeviceBuffer dbias = upload(bias);
+      for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+        const std::size_t bytes = static_cast<std::size_t>(sh.m * sh.n) * dtype_size(dt);
+        std::vector<unsigned char> init(bytes);
+        for (std::size_t i = 0; i < bytes; ++i)  // small finite values of every type
+          init[i] = static_cast<unsigned char>(dt == DType::f32 ? (i % 4 == 3 ? 0x3c : i * 7)
+                                                                : (i % 2 == 1 ? 0x3c : i * 7));
+        std::vector<std::vector<unsigned char>> outs;
+        for (const char* ts : {",ts=0,sk=1", ",ts=1,sk=1"}) {
+          cuda::DeviceBuffer out = upload(init);
+          GemmEpilogue e;
+          e.alpha = 0.5f;
+          e.beta = -2.0f;
+          e.bias = dbias.get<float>();
+          const TensorView ov{out.get(), dt, sh.m, sh.n, 0};
+          e.c = ov;
+          if (s.occ) e.occ_weight = TensorView{s.b->source.get(), DType::f32, sh.n, sh.k, 0};
+          {
+            const KernelOverride kernel(std::string(k.choice) + ts);
+            engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, ov, e);
+          }
+          Gpu::get()->scope.synchronize();
+          outs.emplace_back(bytes);
+          out.download(outs.back().data(), bytes);
+        }
+        std::int64_t differ = 0;
+        const std::size_t es = dtype_size(dt);
+        for (std::size_t i = 0; i < bytes; i += es)
+          differ += std::memcmp(&outs[0][i], &outs[1][i], es) != 0 ? 1 : 0;
+        EXPECT_EQ(differ, 0) << k.recipe << " " << name(k.op) << " " << gemm_shape_text(sh) << " "
+                             << name(dt) << ": elements differing from the register stores'";
+        std::int64_t changed = 0;
+        for (std::size_t i = 0; i < bytes; i += es)
+          changed += std::memcmp(&outs[1][i], &init[i], es) != 0 ? 1 : 0;
+        EXPECT_GT(changed, sh.m * sh.n * 9 / 10) << "D mostly unwritten";
+      }
     }
 }
 

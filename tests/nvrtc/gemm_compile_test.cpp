@@ -40,6 +40,15 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
            codegen::gemm_kernels(spec, codegen::choose_gemm(spec, m, 132, arch), m, 132, arch))
         out.push_back(std::move(k));
     }
+    // The staged kernel storing D the other way than its default for the output type (TMA
+    // stores through shared memory for FP32, register stores for 16-bit outputs), widest tile.
+    if (arch == "sm_90a") {
+      const bool wide_promote = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
+      const codegen::GemmSm90Config other = codegen::default_sm90_staged_config(
+          spec, wide_promote ? 192 : 256, !codegen::sm90_staged_tma_store_default(d));
+      EXPECT_EQ(other.tma_store, d == DType::f32);
+      out.push_back(codegen::gemm_sm90_kernel(spec, other, arch));
+    }
     if (d != DType::bf16) continue;
     if (arch == "sm_100a") {
       for (int stages : {2, 6})
@@ -237,6 +246,26 @@ TEST(GemmStubs, PromotionPeriodIsValidatedWithItsSplits) {
   rejects("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=3,sk=1", mx, "cm (CTAs per cluster) must be 1 or 2");
   rejects("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=2", mx, "clusters (cm=2) take no split-K");
   rejects("bn=128,ps=7,es=4,rg=8m,il=0,cm=2,sk=1", mx, "cm applies to the staged kernel only");
+  // TMA stores of D: staged only; their tile of D counts against shared memory (BF16 at 192
+  // columns: 48 KB, so 5 stages no longer fit).
+  {
+    const codegen::GemmChoice c = parse("sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1", mx);
+    EXPECT_TRUE(c.sm90.tma_store);
+    EXPECT_EQ(cuda::gemm_choice_text(c, "sm_90a"), "sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1");
+    EXPECT_FALSE(parse("sg=1,bn=192,ps=5,rg=8m,pp=4,ts=0,sk=1", mx).sm90.tma_store);
+  }
+  rejects("sg=1,bn=192,ps=5,rg=8m,pp=4,ts=1,sk=1", mx, "the epilogue's tile of D");
+  rejects("bn=128,ps=7,es=4,rg=8m,il=0,ts=1,sk=1", mx,
+          "ts (TMA stores of D) applies to the staged");
+  // The default: TMA stores for 16-bit outputs (as many stages as fit beside the tile), register
+  // stores for FP32 (full 8-byte pairs; the tile would leave too few stages).
+  const codegen::GemmSpec mx32 =
+      codegen::gemm_spec(r, GemmOp::fprop, 4096, 4096, DType::f32, "sm_90a");
+  EXPECT_TRUE(codegen::default_sm90_staged_config(mx, 192).tma_store);
+  EXPECT_EQ(codegen::default_sm90_staged_config(mx, 192).packed_stages, 4);
+  EXPECT_EQ(codegen::default_sm90_staged_config(nv, 256).packed_stages, 3);
+  EXPECT_FALSE(codegen::default_sm90_staged_config(mx32, 192).tma_store);
+  EXPECT_EQ(codegen::default_sm90_staged_config(mx32, 192).packed_stages, 5);
 }
 
 TEST(GemmStubs, AreTinyNamedAndKeyedByNAndK) {

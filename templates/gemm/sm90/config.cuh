@@ -65,6 +65,10 @@ struct GemmConfigBase {
   // Swapped kernel: split-K across the CTAs of a cluster (one per split, launched in clusters of
   // GemmParams::splits), partial sums summed through distributed shared memory (swap.cuh).
   static constexpr bool kSplitCluster = false;
+  // Staged kernel: D leaves through shared memory and TMA stores (staged_geometry.cuh's epilogue
+  // buffer), the store overlapping the warpgroup's next tile; GemmParams::tma_store = 0 (D not
+  // TMA-addressable) takes the register stores instead.
+  static constexpr bool kTmaStore = false;
   // Measurement only (wrong results): 1 skips the B expansion, 2 the A expansion, 4 the wgmmas.
   static constexpr int kAblate = 0;
   // Problem sizes fixed at compile time (0: taken from GemmParams at run time). The runtime keys

@@ -35,6 +35,26 @@ __device__ __forceinline__ float epilogue_base(const GemmParams& p) {
   return base;
 }
 
+// The epilogue's terms after alpha * factor (x0, x1 at (m, n), (m, n + 1); has1: n + 1 < N):
+// ms's column scales, the bias, beta * C.
+template <class Cfg, class T>
+__device__ __forceinline__ void epilogue_terms(const GemmParams& p, int m, int n, bool has1,
+                                               float& x0, float& x1) {
+  if constexpr (T::kKind == ScaleKind::ms) {
+    x0 *= p.b_row_scale[n];
+    if (has1) x1 *= p.b_row_scale[n + 1];
+  }
+  if (p.bias != nullptr) {
+    x0 += gemm::load_bias(p.bias, p.bias_type, n);
+    if (has1) x1 += gemm::load_bias(p.bias, p.bias_type, n + 1);
+  }
+  if (p.c != nullptr && p.beta != 0.0f) {
+    const long long ci = static_cast<long long>(m) * p.ldc + n;
+    x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
+    if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
+  }
+}
+
 // T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
 template <class Cfg, class T = GemmTraits<Cfg>>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w,
@@ -56,21 +76,75 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
       const bool has1 = n + 1 < p.N;
       float x0 = acc[4 * v2 + 2 * v1] * row_f;
       float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
-      if constexpr (T::kKind == ScaleKind::ms) {
-        x0 *= p.b_row_scale[n];
-        if (has1) x1 *= p.b_row_scale[n + 1];
-      }
-      if (p.bias != nullptr) {
-        x0 += gemm::load_bias(p.bias, p.bias_type, n);
-        if (has1) x1 += gemm::load_bias(p.bias, p.bias_type, n + 1);
-      }
-      if (p.c != nullptr && p.beta != 0.0f) {
-        const long long ci = static_cast<long long>(m) * p.ldc + n;
-        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
-        if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
-      }
+      epilogue_terms<Cfg, T>(p, m, n, has1, x0, x1);
       store_pair<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x0, x1, has1, vec);
     }
+  }
+}
+
+// The same epilogue through shared memory and TMA stores (staged kernel, Cfg::kTmaStore): the
+// consumer warpgroup writes its 64 rows of D's tile, in the output type, into its part of the
+// epilogue buffer at epi (shared-window address): chunks of 64 rows x 128 bytes (128 / sizeof(out)
+// columns), 128-byte swizzled as the tensor map's box {128 / sizeof(out), 64} reads them; then
+// `issuer` (one thread of the warpgroup) stores the chunks with cp.async.bulk.tensor and commits
+// them as one bulk group. The stores run while the warpgroup goes on to its next tile; before it
+// writes the buffer again the issuer waits until they have read it. The TMA unit clips rows and
+// columns past D's edges. bar: the warpgroup's named barrier. Same arithmetic as epilogue_store,
+// so the same bits.
+template <class Cfg, class T>
+__device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const WorkUnit& w,
+                                                   const ConsumerRows& rw,
+                                                   const float (&acc)[T::kAccum], unsigned epi,
+                                                   const TmaDesc* tma_d, bool issuer, int bar) {
+  constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
+  constexpr int kChunkCols = 128 / kBytes;
+  constexpr int kChunks = T::BLOCK_N / kChunkCols;
+  constexpr int kChunkBytes = 64 * 128;
+  static_assert(T::BLOCK_N % kChunkCols == 0, "tile width: whole 128-byte chunks of D");
+  if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
+  named_barrier_sync(bar, 128);
+  const float base = epilogue_base<T::kKind>(p);
+#pragma unroll
+  for (int v1 = 0; v1 < 2; ++v1) {
+    const int r = v1 ? rw.r1 : rw.r0;
+    const int lr = r & 63;  // row in the warpgroup's chunks
+    const int m = w.m0 + r;
+    const bool row_in = m < p.M;
+    float row_f = base;
+    if constexpr (T::kKind == ScaleKind::ms) row_f *= row_in ? p.a_row_scale[m] : 0.0f;
+    const unsigned row_addr = epi + static_cast<unsigned>(lr) * 128u;
+#pragma unroll
+    for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+      const int n = w.n0 + 8 * v2 + 2 * rw.tig;
+      float x0 = acc[4 * v2 + 2 * v1] * row_f;
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
+      if (row_in && n < p.N) epilogue_terms<Cfg, T>(p, m, n, n + 1 < p.N, x0, x1);
+      if constexpr (kBytes == 2) {
+        unsigned packed;
+        if constexpr (Cfg::kOut == OutType::bf16)
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+        else
+          asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+        const int chunk = v2 / 8, unit = v2 % 8;
+        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr & 7)) << 4) + 4 * rw.tig, packed);
+      } else {
+        const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
+        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr & 7)) << 4) + 8 * (rw.tig & 1),
+              __float_as_uint(x0), __float_as_uint(x1));
+      }
+    }
+  }
+  fence_proxy_async();  // the generic-proxy writes above, before the TMA unit reads them
+  named_barrier_sync(bar, 128);
+  if (issuer) {
+    const int m0 = w.m0 + (rw.r0 & ~63);
+    if (m0 < p.M) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c)
+        if (w.n0 + c * kChunkCols < p.N)
+          tma_store_2d(tma_d, epi + c * kChunkBytes, w.n0 + c * kChunkCols, m0);
+    }
+    bulk_commit_group();
   }
 }
 

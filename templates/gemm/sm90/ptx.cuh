@@ -93,6 +93,27 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
       "h"(mask)
       : "memory");
 }
+// 2D tile store: the box at smem src to (c0, c1) of the tensor (elements past its edges are not
+// written), in the thread's bulk group.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   reinterpret_cast<unsigned long long>(desc)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Until at most N of the thread's bulk groups are still reading their shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Until at most N of the thread's bulk groups are incomplete (their writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
 __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(desc))
                : "memory");
@@ -236,6 +257,9 @@ __device__ __forceinline__ void lds128(unsigned addr, unsigned& a, unsigned& b, 
 }
 __device__ __forceinline__ void sts32(unsigned addr, unsigned a) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(a) : "memory");
+}
+__device__ __forceinline__ void sts64(unsigned addr, unsigned a, unsigned b) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(a), "r"(b) : "memory");
 }
 __device__ __forceinline__ void sts128(unsigned addr, unsigned a, unsigned b, unsigned c,
                                        unsigned d) {

@@ -17,8 +17,12 @@
 //                ms_grad accumulate one segment (kPeriod K tiles, staged_geometry.cuh) in the
 //                tensor cores and promote it into FP32 registers with the segment's factors
 //                a'[row] * b'[col] (the factors come with the segment's last stage); while one
-//                warpgroup promotes, the other keeps the tensor cores busy; epilogue and split-K
-//                shared with the fused kernel; split-K splits whole segments
+//                warpgroup promotes, the other keeps the tensor cores busy; split-K shared with
+//                the fused kernel (split-K splits whole segments); the epilogue's D leaves either
+//                from registers (epilogue_store, as the fused kernel) or, with Cfg::kTmaStore,
+//                through a tile in shared memory and TMA stores that run while the warpgroup
+//                starts its next tile (epilogue_store_tma: register stores of 16-bit D left the
+//                tensor cores idle for a fifth of an LLaMA-7B GEMM, bench/gemm_sm90_notes.md)
 // The same K permutation (ms) is applied to both operands by the expansion, so the product is
 // unchanged. Host side: runtime/cuda/gemm_launch.cpp (tensor maps: uint8, row pitch = bytes of an
 // expanded row, box {128, 128} and {128, BLOCK_N / kClusterM}, CU_TENSOR_MAP_SWIZZLE_128B).
@@ -41,7 +45,9 @@ namespace fp4jit::sm90 {
 template <class Cfg>
 struct StagedTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
-  static constexpr StagedGeometry G = staged_geometry(kKind, Cfg::BLOCK_N, Cfg::kPackedStages);
+  static constexpr bool kTmaStore = Cfg::kTmaStore;
+  static constexpr StagedGeometry G = staged_geometry(
+      kKind, Cfg::BLOCK_N, Cfg::kPackedStages, kTmaStore ? (Cfg::kOut == OutType::f32 ? 4 : 2) : 0);
   static constexpr bool kFp8 = G.fp8;
   static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
   static constexpr bool kPromote = G.promote;
@@ -103,6 +109,10 @@ struct StagedSmem : AlignedSmem {
     return reinterpret_cast<unsigned long long*>(base + T::G.barrier_offset) + s;
   }
   __device__ __forceinline__ unsigned long long* empty(int s) const { return full(T::kStages + s); }
+  // Consumer warpgroup wg's half of the TMA-store epilogue buffer.
+  __device__ __forceinline__ unsigned epi(int wg) const {
+    return addr + T::G.epi_offset + wg * (T::G.epi_bytes / 2);
+  }
   __device__ __forceinline__ unsigned* split_flag() const {
     return reinterpret_cast<unsigned*>(base + T::G.scratch_offset);
   }
@@ -202,7 +212,7 @@ __device__ __forceinline__ void issue_stages(const Sched& sched, int first, int 
 template <class Cfg>
 __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
     gemm_staged_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
-                       const GemmParams p_in) {
+                       const __grid_constant__ TmaDesc tma_d, const GemmParams p_in) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = StagedTraits<Cfg>;
   // The expansion found a shift outside the exact window: the fused kernel launched next does the
@@ -220,6 +230,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
     fence_barrier_init();
     tma_prefetch_desc(&tma_a);
     tma_prefetch_desc(&tma_b);
+    if (T::kTmaStore && p_in.tma_store != 0) tma_prefetch_desc(&tma_d);
   }
   __syncthreads();
   if constexpr (T::kCluster > 1) cluster_sync();  // the peer's barriers exist before any arrival
@@ -318,8 +329,15 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
         staged_promote<T>(sm, rw, tmp, s, acc);
       }
     }
-    if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) epilogue_store<Cfg, T>(p, w, rw, acc);
+    if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) {
+      if (T::kTmaStore && p.tma_store != 0)
+        epilogue_store_tma<Cfg, T>(p, w, rw, acc, sm.epi(wg), &tma_d, (ctid & 127) == 0, 3 + wg);
+      else
+        epilogue_store<Cfg, T>(p, w, rw, acc);
+    }
   }
+  // D's last stores are complete before the CTA (and its shared memory) goes.
+  if (T::kTmaStore && (ctid & 127) == 0) bulk_wait_group<0>();
   if constexpr (T::kCluster > 1) {
     __syncwarp();
     cluster_sync();

@@ -18,14 +18,20 @@ struct StagedGeometry {
   int elem_bytes;  // bytes per expanded element
   int a_bytes, b_bytes, stage_bytes;
   int a_factor_bytes, b_factor_bytes, factor_stage_bytes;
-  int factor_offset, barrier_offset, scratch_offset;
+  int epi_bytes;  // the TMA-store epilogue's tile of D (0: D stored from registers)
+  int factor_offset, epi_offset, barrier_offset, scratch_offset;
   int smem_bytes;  // dynamic shared memory to launch with
   int threads;
   unsigned tma_bytes;   // bytes one stage receives: its tiles, plus the factors on a segment's last
   unsigned tile_bytes;  // ... and on its other K tiles
 };
 
-FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n, int stages) {
+// out_bytes: bytes per element of D when the epilogue stores through shared memory and TMA
+// (Cfg::kTmaStore), else 0. Its buffer holds the whole 128 x block_n tile as 128-byte rows of
+// 128 / out_bytes columns (one chunk of 64 rows per consumer warpgroup and column group), 1024-byte
+// aligned for the 128-byte swizzle.
+FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n, int stages,
+                                                     int out_bytes = 0) {
   StagedGeometry g{};
   g.fp8 = kind == ScaleKind::ms || kind == ScaleKind::mx;
   g.promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
@@ -40,7 +46,10 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   g.b_factor_bytes = g.b_factor ? block_n * 4 : 0;
   g.factor_stage_bytes = g.a_factor_bytes + g.b_factor_bytes;
   g.factor_offset = stages * g.stage_bytes;
-  g.barrier_offset = g.factor_offset + stages * g.factor_stage_bytes;
+  g.epi_bytes = out_bytes > 0 ? 128 * block_n * out_bytes : 0;
+  const int factors_end = g.factor_offset + stages * g.factor_stage_bytes;
+  g.epi_offset = g.epi_bytes > 0 ? (factors_end + 1023) / 1024 * 1024 : factors_end;
+  g.barrier_offset = g.epi_offset + g.epi_bytes;
   g.scratch_offset = g.barrier_offset + 2 * stages * 8;
   g.smem_bytes = g.scratch_offset + 16 + 1024;  // split-K flag + alignment slack
   g.threads = 384;
