@@ -190,7 +190,7 @@ GemmSm90Config default_sm90_swap_config(const GemmSpec& spec, int block_t) {
   GemmSm90Config c;
   c.swap = true;
   c.block_n = block_t;
-  c.period = sm90::kStagedPeriod;
+  c.period = spec.path == GemmPath::mx ? sm90::kSwapPeriodMx : sm90::kStagedPeriod;
   c.packed_stages = 8;
   while (c.packed_stages > 2 &&
          sm90::swap_geometry(kind_of(spec.path), block_t, c.packed_stages).smem_bytes > 227 * 1024)

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include "reference/reference.hpp"
 #include "runtime/backend.hpp"
@@ -50,9 +51,11 @@ struct Gpu {
 
 // Activations-like values: N(0, 1) times 2^u per row, u uniform in [-3, 3]. stress: times 2^v
 // more per 16 x 16 block and per column, v uniform in [-20, 20] (block scales of one K tile far
-// outside each other's window, in both the row and the column layout).
+// outside each other's window, in both the row and the column layout). outliers: every 41st
+// element (row-major) 15 times larger, so that most blocks hold one and the others' scales lie a
+// few binades lower (their products lose low bits in the FP8 tensor cores' accumulation).
 Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed,
-                            bool stress = false) {
+                            bool stress = false, bool outliers = false) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f), v(-20.0f, 20.0f);
@@ -71,6 +74,7 @@ Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t 
       if (stress)
         x *= col[static_cast<std::size_t>(c)] *
              block[static_cast<std::size_t>((r / 16) * bc + c / 16)];
+      if (outliers && (r * cols + c) % 41 == 0) x *= 15.0f;
       m(r, c) = x;
     }
   }
@@ -189,10 +193,12 @@ struct GemmCase {
   GemmShape shape;
   std::string kernel;  // FP4JIT_SM90_GEMM: "fused", "staged", a choice's text, or "" (heuristic)
   bool stress = false;
+  bool outliers = false;
+  double bound = 1e-4;  // on the relative Frobenius error
 };
 void PrintTo(const GemmCase& c, std::ostream* os) {
   *os << c.recipe << " " << name(c.op) << " " << gemm_shape_text(c.shape) << " " << c.kernel
-      << (c.stress ? " stress" : "");
+      << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "");
 }
 
 struct CaseData {
@@ -213,8 +219,8 @@ std::string prepare(Engine& engine, const GemmCase& c, CaseData& s) {
   const GemmRoles roles = gemm_roles(c.op);
   const OperandShape sa = gemm_source_shape(roles.a, c.shape.m, c.shape.k);
   const OperandShape sb = gemm_source_shape(roles.b, c.shape.n, c.shape.k);
-  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress),
-                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress);
+  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress, c.outliers),
+                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress, c.outliers);
   s.a = quantize_on_gpu(engine, s.recipe, roles.a, xa, 5);
   s.b = quantize_on_gpu(engine, s.recipe, roles.b, xb, 6);
   s.occ = c.op == GemmOp::fprop && s.recipe[roles.a].occ;
@@ -261,10 +267,10 @@ TEST_P(GpuGemm, MatchesDoubleReference) {
   }
   const double rel = std::sqrt(err / norm);
   std::cout << "GEMM_ERROR " << c.recipe << " " << name(c.op) << " " << gemm_shape_text(sh) << " "
-            << c.kernel << (c.stress ? " stress" : "") << " rel_frobenius=" << rel
-            << (s.occ ? " (with OCC compensation)" : "") << "\n";
+            << c.kernel << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "")
+            << " rel_frobenius=" << rel << (s.occ ? " (with OCC compensation)" : "") << "\n";
   RecordProperty("rel_frobenius", std::to_string(rel));
-  EXPECT_LE(rel, 1e-4);
+  EXPECT_LE(rel, c.bound);
 }
 
 std::vector<GemmCase> gemm_cases() {
@@ -315,6 +321,20 @@ std::vector<GemmCase> gemm_cases() {
       for (const GemmShape& s :
            {GemmShape{1000, 3000, 4096}, GemmShape{8191, 129, 2048}, GemmShape{768, 1440, 1440}})
         out.push_back({recipe, op.value, s, choice, false});
+  // Outlier-heavy operands (every 41st element 15x) through the heuristic's kernels (the swapped
+  // one at 256 rows, the staged one from 512) and shorter promotion periods: the FP8 tensor cores'
+  // accumulation between promotions loses low bits of the blocks scaled below their segment's
+  // largest. The staged kernel's default period (4 K tiles) stays within 2e-4 there, not within
+  // the 1e-4 of every other case (bench/gemm_sm90_notes.md).
+  for (const char* recipe : {"mxfp4", "tetrajet"})
+    for (const auto& op : gemm_op_names())
+      for (const auto& [shape, kernel, bound] :
+           {std::tuple{GemmShape{256, 256, 512}, "", 1e-4},
+            std::tuple{GemmShape{1024, 2048, 4096}, "", 2e-4},
+            std::tuple{GemmShape{256, 256, 512}, "sw=1,bn=128,ps=4,rg=8m,pp=1,sk=1", 1e-4},
+            std::tuple{GemmShape{1024, 2048, 4096}, "sg=1,bn=192,ps=5,rg=8m,pp=2,sk=1", 2e-4},
+            std::tuple{GemmShape{1024, 2048, 4096}, "sg=1,bn=192,ps=5,rg=8m,pp=1,sk=1", 2e-4}})
+        out.push_back({recipe, op.value, shape, kernel, false, true, bound});
   // The swapped small-M kernel (mx, nv): the heuristic's swap choice ("swap") at few and many rows
   // of A (one token tile of 64 or 128, several), ragged N and K ending inside a segment or a K
   // tile, and other tiles, periods and split-K; an mx stress case takes the fallback (B's scale
@@ -343,9 +363,10 @@ std::vector<GemmCase> gemm_cases() {
 }
 
 std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
-  std::string n =
-      p.param.recipe + "_" + std::string(name(p.param.op)) + "_" + gemm_shape_text(p.param.shape) +
-      (p.param.kernel.empty() ? "" : "_" + p.param.kernel) + (p.param.stress ? "_stress" : "");
+  std::string n = p.param.recipe + "_" + std::string(name(p.param.op)) + "_" +
+                  gemm_shape_text(p.param.shape) +
+                  (p.param.kernel.empty() ? "" : "_" + p.param.kernel) +
+                  (p.param.stress ? "_stress" : "") + (p.param.outliers ? "_outliers" : "");
   for (char& ch : n)  // a choice's text ("sg=1,bn=192,...") as a test name
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;

@@ -114,7 +114,15 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, in
 // tensor cores waited for it), every 4th K tile recovers most of that. Paths that do not promote
 // have a period of 1. A segment's chunks sit in consecutive lanes of the expansion (4 per K tile
 // on the FP8 path, 2 on the 16-bit path), so the period is a power of two up to 8.
+// Accuracy: the FP8 tensor cores keep fewer bits than FP32 while they accumulate a segment, so
+// longer segments lose more of the products of blocks scaled below the segment's largest (operands
+// with one large outlier per block: relative Frobenius error 0.9-1.4e-4 at a period of 4,
+// bench/gemm_sm90_notes.md).
 constexpr int kStagedPeriod = 4;
+// The swapped small-M kernel's period on the mx path: it is bound by latency, not by its tensor
+// cores, and ran as fast promoting every 2nd K tile as every 4th (H100, 128 rows x 4096-11008),
+// with half the accumulation error on outlier-heavy operands.
+constexpr int kSwapPeriodMx = 2;
 FP4JIT_GEMM_CONSTEXPR bool staged_period_ok(bool promote, int period) {
   return promote ? (period == 1 || period == 2 || period == 4 || period == 8) : period == 1;
 }
