@@ -210,6 +210,12 @@ std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& c
   return out;
 }
 
+std::string gemm_args_type(int tensor_maps) {
+  std::string args;
+  for (int i = 0; i < tensor_maps; ++i) args += "const __grid_constant__ fp4jit::sm90::TmaDesc, ";
+  return args + "const fp4jit::gemm::GemmParams";
+}
+
 KernelSource gemm_kernel_source(const GemmSpec& spec, const std::string& arch,
                                 const std::string& config_text, const std::string& target,
                                 std::string declarations) {
@@ -218,9 +224,7 @@ KernelSource gemm_kernel_source(const GemmSpec& spec, const std::string& arch,
   k.function = "gemm_kernel";
   k.name_space = "fp4jit::" + arch;
   k.header = "gemm/" + arch + "/kernel.cuh";
-  k.args_type =
-      "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
-      "fp4jit::sm90::TmaDesc, const fp4jit::gemm::GemmParams";
+  k.args_type = gemm_args_type(2);
   k.target = target;
   k.declarations = std::move(declarations);
   k.key_text = KeyText()

@@ -119,6 +119,11 @@ int sm90_swap_grid(std::int64_t tiles, int splits, bool cluster_split, int sm_co
 // The sm_90a heuristic's choice with the kernel fixed: fused (staged = false) or staged.
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged);
 
+// The GEMM kernels' parameter list: tensor_maps TMA descriptors (__grid_constant__), then the
+// GemmParams (the fused and swapped sm90 kernels and sm100 take the operands' two, the staged one
+// D's as well).
+std::string gemm_args_type(int tensor_maps);
+
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,
                               const std::string& target);
 // The expansion pass of the staged sm90 path for operand A (b = false) or B of the spec

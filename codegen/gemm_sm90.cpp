@@ -164,8 +164,7 @@ bool sm90_staged_tma_store_default(DType out) {
 }
 
 int sm90_staged_epi_out_bytes(const GemmSpec& spec, const GemmSm90Config& config) {
-  if (!config.staged || !config.tma_store) return 0;
-  return spec.out == DType::f32 ? 4 : 2;
+  return sm90::staged_epi_out_bytes(config.staged && config.tma_store, spec.out == DType::f32);
 }
 
 GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n) {
@@ -270,11 +269,7 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
   KernelSource k = gemm_kernel_source(spec, "sm90", config.text(), target,
                                       sm90_declarations(spec, config, members));
   if (header != nullptr) k.header = header, k.function = function;
-  if (config.staged)  // D's tensor map after the operands' (staged.cuh)
-    k.args_type =
-        "const __grid_constant__ fp4jit::sm90::TmaDesc, const __grid_constant__ "
-        "fp4jit::sm90::TmaDesc, const __grid_constant__ fp4jit::sm90::TmaDesc, const "
-        "fp4jit::gemm::GemmParams";
+  if (config.staged) k.args_type = gemm_args_type(3);  // D's tensor map after the operands'
   return k;
 }
 

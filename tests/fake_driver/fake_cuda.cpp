@@ -20,117 +20,18 @@
 #include <cstring>
 #include <string_view>
 
+#include "fake_entries.hpp"
 #include "fake_memory.hpp"
 
 namespace {
 
+using namespace fake_cuda::entries;
 using fake_cuda::allocation_of;
 using fake_cuda::fake_address;
 using fake_cuda::release;
 
 // The device this driver reports: an H100-class sm_90 part.
 constexpr int kSmCount = 132;
-
-enum Counter : int {
-  k_init,
-  k_driver_get_version,
-  k_get_error_name,
-  k_get_error_string,
-  k_device_get_count,
-  k_device_get,
-  k_device_get_name,
-  k_device_get_attribute,
-  k_primary_ctx_retain,
-  k_primary_ctx_release,
-  k_ctx_push_current,
-  k_ctx_pop_current,
-  k_ctx_get_current,
-  k_ctx_synchronize,
-  k_module_load_data,
-  k_module_unload,
-  k_module_get_function,
-  k_func_get_attribute,
-  k_func_set_attribute,
-  k_tensor_map_encode_tiled,
-  k_launch_kernel,
-  k_launch_kernel_ex,
-  k_occupancy_clusters,
-  k_occupancy,
-  k_mem_alloc,
-  k_mem_free,
-  k_mem_alloc_async,
-  k_mem_free_async,
-  k_mem_pool_create,
-  k_mem_pool_destroy,
-  k_mem_pool_set_attribute,
-  k_mem_alloc_from_pool_async,
-  k_memcpy_htod,
-  k_memcpy_dtoh,
-  k_memcpy_dtod_async,
-  k_memset_d8_async,
-  k_memset_d32_async,
-  k_pointer_get_attribute,
-  k_pointer_get_attributes,
-  k_stream_create,
-  k_stream_destroy,
-  k_stream_synchronize,
-  k_event_create,
-  k_event_destroy,
-  k_event_record,
-  k_event_synchronize,
-  k_event_elapsed_time,
-  k_count
-};
-
-constexpr const char* kNames[k_count] = {
-    "cuInit",
-    "cuDriverGetVersion",
-    "cuGetErrorName",
-    "cuGetErrorString",
-    "cuDeviceGetCount",
-    "cuDeviceGet",
-    "cuDeviceGetName",
-    "cuDeviceGetAttribute",
-    "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease",
-    "cuCtxPushCurrent",
-    "cuCtxPopCurrent",
-    "cuCtxGetCurrent",
-    "cuCtxSynchronize",
-    "cuModuleLoadData",
-    "cuModuleUnload",
-    "cuModuleGetFunction",
-    "cuFuncGetAttribute",
-    "cuFuncSetAttribute",
-    "cuTensorMapEncodeTiled",
-    "cuLaunchKernel",
-    "cuLaunchKernelEx",
-    "cuOccupancyMaxActiveClusters",
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-    "cuMemAlloc",
-    "cuMemFree",
-    "cuMemAllocAsync",
-    "cuMemFreeAsync",
-    "cuMemPoolCreate",
-    "cuMemPoolDestroy",
-    "cuMemPoolSetAttribute",
-    "cuMemAllocFromPoolAsync",
-    "cuMemcpyHtoD",
-    "cuMemcpyDtoH",
-    "cuMemcpyDtoDAsync",
-    "cuMemsetD8Async",
-    "cuMemsetD32Async",
-    "cuPointerGetAttribute",
-    "cuPointerGetAttributes",
-    "cuStreamCreate",
-    "cuStreamDestroy",
-    "cuStreamSynchronize",
-    "cuEventCreate",
-    "cuEventDestroy",
-    "cuEventRecord",
-    "cuEventSynchronize",
-    "cuEventElapsedTime",
-};
 
 std::atomic<long> g_counts[k_count];
 int g_token;                       // modules, functions, contexts, pools, streams and events

@@ -46,8 +46,9 @@ template <class Cfg>
 struct StagedTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
   static constexpr bool kTmaStore = Cfg::kTmaStore;
-  static constexpr StagedGeometry G = staged_geometry(
-      kKind, Cfg::BLOCK_N, Cfg::kPackedStages, kTmaStore ? (Cfg::kOut == OutType::f32 ? 4 : 2) : 0);
+  static constexpr StagedGeometry G =
+      staged_geometry(kKind, Cfg::BLOCK_N, Cfg::kPackedStages,
+                      staged_epi_out_bytes(kTmaStore, Cfg::kOut == OutType::f32));
   static constexpr bool kFp8 = G.fp8;
   static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
   static constexpr bool kPromote = G.promote;

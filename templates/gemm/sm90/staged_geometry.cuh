@@ -26,6 +26,11 @@ struct StagedGeometry {
   unsigned tile_bytes;  // ... and on its other K tiles
 };
 
+// Bytes per element of D in the TMA-store epilogue's tile (0: no tile, D stored from registers).
+FP4JIT_GEMM_CONSTEXPR int staged_epi_out_bytes(bool tma_store, bool f32_out) {
+  return tma_store ? (f32_out ? 4 : 2) : 0;
+}
+
 // out_bytes: bytes per element of D when the epilogue stores through shared memory and TMA
 // (Cfg::kTmaStore), else 0. Its buffer holds the whole 128 x block_n tile as 128-byte rows of
 // 128 / out_bytes columns (one chunk of 64 rows per consumer warpgroup and column group), 1024-byte
