@@ -407,11 +407,16 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   // per piece filled a sector by halves or quarters: a third of the pair kernel's L2 sectors).
   constexpr int kParts = kTM / kGC;
   constexpr int kPartWords = 32 / kParts;  // column words per warp
-  // Taken by packed-encoder operands in two parts (1 x 32 groups), the case the tests exercise;
-  // four parts (1 x 16 groups) work the same way but no tested recipe has them.
-  constexpr bool kPartedCols = kCols && !kStats && kParts == 2 && kTM == 64 &&
-                               kWordsPerRow % kPartWords == 0 && scale_is_code(ColOp::scale) &&
-                               kGC / ColOp::block_cols <= 2 && packed_pow2<ColOp, Cfg::in>();
+  // Taken in two parts (1 x 32 groups: mxfp4, tetrajet) or four (1 x 16 groups: nvfp4, ue5m3,
+  // whose transposed codes otherwise left in quarter sectors, their scale bytes one sector each:
+  // 1024 of a 64 x 128 tile's 1216 store sectors, the L2 at 78 % of its throughput). Not by
+  // operands that round stochastically off the packed encoder: their kernels sit at the register
+  // cap already (nvfp4's dy pair 116 of 128 at 512 threads), and the deferred codes spilled them.
+  constexpr bool kPartedCols =
+      kCols && !kStats && (kParts == 2 || kParts == 4) && kTM == 64 &&
+      kWordsPerRow % kPartWords == 0 && scale_is_code(ColOp::scale) &&
+      kGC / ColOp::block_cols <= 2 &&
+      (packed_pow2<ColOp, Cfg::in>() || ColOp::round != nx::Round::stochastic);
   const auto col_store_parted = [&](const GroupCodes<ColOp>& gc, int u, int h, i64 i0, i64 j0) {
     if constexpr (kPartedCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
@@ -500,6 +505,12 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
                 v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
                 pass.col.want_max, col_max, p, whole);
           }
+        } else if (kPartedCols && whole) {
+          GroupCodes<ColOp> gc;
+          quantize_group<ColOp, kStats, false, false, kPartedCols>(
+              v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+              pass.col.want_max, col_max, nullptr, true, &gc);
+          col_store_parted(gc, u, h, i0, j0);
         } else {
           quantize_group<ColOp, kStats, false, false>(v, kPacked, m, orow, c0, n, a.col,
                                                       pass.col.s_enc, pass.col.tl, a.seed, a.offset,
