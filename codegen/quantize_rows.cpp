@@ -55,7 +55,9 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 
 // Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
 // 32 bytes). Lane-owned groups: 8 warps with two items in flight each (three ring slots of 2 KiB
-// per warp for 16-bit input), 4 warps for FP32 (4 KiB items).
+// per warp for 16-bit input), 4 warps for FP32 (4 KiB items); two-level operands of BF16 rounded
+// to nearest (nvfp4's and ue5m3's x and w), 16 warps and one item each (their heavier block
+// scale: measured 1.04x at 8192^2 and 16384^2 on an H100, bench/quantize_notes.md).
 namespace {
 
 RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
@@ -63,6 +65,10 @@ RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
   if (lane_groups(s)) {
     c.threads = in == DType::f32 ? 128 : 256;
     c.unroll = 2;
+    if (in == DType::bf16 && s.rule == ScaleRule::two_level && s.round != Round::stochastic) {
+      c.threads = 512;
+      c.unroll = 1;
+    }
     return c;
   }
   c.threads = 256;

@@ -94,6 +94,19 @@ TEST(QuantizeConfig, RowsConfigsAskForCtasPerSmAndTakeTheEnvironment) {
   EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), plain);
 }
 
+// The heuristic's rows config: two-level operands of BF16 rounded to nearest take 16 warps of one
+// item each, stochastic rounding and the other rules 8 warps of two.
+TEST(QuantizeConfig, RowsHeuristicWidensTwoLevelNearestRounding) {
+  const Recipe nv = parse_recipe("nvfp4");
+  EXPECT_EQ(codegen::default_rows_config(nv[Role::x], DType::bf16).text(), "threads=512,unroll=1");
+  EXPECT_EQ(codegen::default_rows_config(nv[Role::dy], DType::bf16).text(), "threads=256,unroll=2");
+  EXPECT_EQ(codegen::default_rows_config(nv[Role::x], DType::f32).text(), "threads=128,unroll=2");
+  EXPECT_EQ(codegen::default_rows_config(parse_recipe("ue5m3")[Role::x], DType::bf16).text(),
+            "threads=512,unroll=1");
+  EXPECT_EQ(codegen::default_rows_config(parse_recipe("mxfp4")[Role::x], DType::bf16).text(),
+            "threads=256,unroll=2");
+}
+
 // The heuristic's CTA size for quantize_tile: 512 threads for pairs of 16-bit input on the raw
 // path, but for double quantization and 16-bit stochastic rounding, and for E8M0-scaled pairs
 // under 2^26 elements; 256 elsewhere.
