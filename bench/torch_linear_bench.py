@@ -14,6 +14,11 @@ than BF16):
              loop enqueues its layers (--iters // 4 times), per step: the host runs ahead of the
              GPU unless it needs longer per step than the GPU does; with the SM clock read
              while the chain runs (NVML, where PyTorch can read it)
+Gradients (--grads): `none` (the default) drops the layer's and the input's gradients before
+every step, as a training loop does after `optimizer.zero_grad()` (PyTorch's default
+set_to_none=True): autograd then keeps each returned gradient as it is. `accumulate` keeps them,
+so every step also adds dX, dW and db into the existing .grad tensors (gradient accumulation over
+micro-batches; the same extra kernels for every layer).
 --out writes the table as JSON.
 """
 import argparse
@@ -26,12 +31,21 @@ import torch
 import fp4jit.torch as fp4
 
 
-def time_layer(layer, x, dy, warmup, iters):
+def drop_grads(layer, x):
+    """What `optimizer.zero_grad()` does by default: the next backward's gradients are kept as
+    returned instead of being added into the previous ones."""
+    layer.zero_grad(set_to_none=True)
+    x.grad = None
+
+
+def time_layer(layer, x, dy, warmup, iters, accumulate):
     for _ in range(warmup):
         layer(x).backward(dy)
     torch.cuda.synchronize()
     times = []
     for _ in range(iters):
+        if not accumulate:
+            drop_grads(layer, x)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         layer(x).backward(dy)
@@ -49,7 +63,7 @@ def _clock_mhz():
         return None
 
 
-def time_chain(layer, x, dy, chain, iters):
+def time_chain(layer, x, dy, chain, iters, accumulate):
     """Median per-step time of `chain` steps in a row, and the median SM clock read right after
     each chain's last step was enqueued (the GPU is still running the chain then): sustained
     16-bit GEMMs can lower the clock, which this makes visible."""
@@ -59,6 +73,8 @@ def time_chain(layer, x, dy, chain, iters):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(chain):
+            if not accumulate:
+                drop_grads(layer, x)
             layer(x).backward(dy)
         end.record()
         clock = _clock_mhz()
@@ -76,12 +92,16 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--chain", type=int, default=8, help="steps enqueued back to back per timing of the second figure")
+    ap.add_argument("--grads", choices=("none", "accumulate"), default="none",
+                    help="none: gradients dropped before each step (optimizer.zero_grad()); accumulate: added up")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("torch_linear_bench: no CUDA device", file=sys.stderr)
         return 2
     rows = []
+    print("gradients: %s" % ("dropped before each step (optimizer.zero_grad())" if args.grads == "none"
+                             else "accumulated into .grad every step"))
     print("%-18s %-10s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
     for shape in args.shapes.split(","):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
@@ -92,8 +112,9 @@ def main(argv=None):
                    for r in args.recipes.split(",") if r]
         base = base_chain = None
         for name, layer in layers:
-            ms = time_layer(layer, x, dy, args.warmup, args.iters)
-            chain, clock = time_chain(layer, x, dy, args.chain, args.iters // 4)
+            accumulate = args.grads == "accumulate"
+            ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)
+            chain, clock = time_chain(layer, x, dy, args.chain, args.iters // 4, accumulate)
             base = ms if base is None else base
             base_chain = chain if base_chain is None else base_chain
             rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
@@ -105,7 +126,8 @@ def main(argv=None):
         torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "grads": args.grads,
+                       "rows": rows}, f, indent=1)
     return 0
 
 

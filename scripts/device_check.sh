@@ -59,13 +59,18 @@ tail -12 "$LOGS/peers.log"
 
 # 3. GPU tests (bit-exact vs the reference), 12 shards, beside compute-sanitizer memcheck and
 #    racecheck of a representative subset (no timing here). FP4JIT_NO_COMPILE=1 proves every
-#    kernel came from the ahead-of-time cache.
+#    preset kernel came from the ahead-of-time cache.
 say "gpu tests + sanitizer"
 t0=$SECONDS
+# Two tests use recipes that are not presets (msfp4 with occ=0.97 on long rows, E4M3 / E5M2 from
+# FP32 input): the ahead-of-time cache does not hold their kernels, so they run in a 13th process
+# that may compile (the long-row OCC case alone takes about 35 s there).
+OWN_KERNELS='GpuQuantizeOcc.LongRowsMatchReference:GpuQuantizeF8.ScaledSweepMatchesReference'
 for i in $(seq 0 11); do
   FP4JIT_NO_COMPILE=1 GTEST_TOTAL_SHARDS=12 GTEST_SHARD_INDEX=$i timeout 55 "$BIN/fp4jit_gpu_tests" \
-    >"$LOGS/gpu_tests_$i.log" 2>&1 &
+    --gtest_filter="-$OWN_KERNELS" >"$LOGS/gpu_tests_$i.log" 2>&1 &
 done
+timeout 100 "$BIN/fp4jit_gpu_tests" --gtest_filter="$OWN_KERNELS" >"$LOGS/gpu_tests_12.log" 2>&1 &
 SUBSET='Recipes/GpuQuantize.MatchesReference/nvfp4_x_pair:Recipes/GpuQuantize.MatchesReference/nvfp4_dy_pair'
 SUBSET+=':Recipes/GpuQuantize.MatchesReference/nvfp4_w:Recipes/GpuQuantize.MatchesReference/msfp4_x_pair'
 SUBSET+=':Recipes/GpuQuantize.MatchesReference/tetrajet_w_pair:Recipes/GpuQuantize.MatchesReference/mxfp4_x'
