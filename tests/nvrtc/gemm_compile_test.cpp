@@ -27,9 +27,10 @@ struct Target {
 };
 
 // A spread of configs for one GEMM: the heuristic's for a large and a small M, other tile widths
-// and ring depths, every output type.
+// and ring depths, every output type. With `full` false, the heuristic's choices alone (BF16
+// output): for a GEMM whose kernels differ from an earlier one's of the preset only in N and K.
 std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
-                                 const std::string& arch) {
+                                 const std::string& arch, bool full) {
   std::vector<KernelSource> out;
   const DType outs[] = {DType::bf16, DType::f32, DType::f16};
   for (DType d : outs) {
@@ -40,6 +41,7 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
            codegen::gemm_kernels(spec, codegen::choose_gemm(spec, m, 132, arch), m, 132, arch))
         out.push_back(std::move(k));
     }
+    if (!full) return out;
     // The staged kernel storing D the other way than its default for the output type (TMA
     // stores through shared memory for FP32, register stores for 16-bit outputs), widest tile.
     if (arch == "sm_90a") {
@@ -119,9 +121,20 @@ PresetKernels preset_kernels(const std::string& preset, const std::string& arch)
   const GemmShape layer{1024, 3072, 4096};
   PresetKernels out;
   std::set<std::string> keys;
+  // The operands' path and formats of each GEMM spread in full so far: a later GEMM of the same
+  // code (mx and nv presets' dgrad and wgrad read what fprop reads) takes the heuristic's
+  // configs for its own N and K, the spread's other configs being the same template code.
+  std::set<std::string> spread_kinds;
   for (const auto& op : gemm_op_names()) {
     try {
-      for (auto& k : spread(recipe, op.value, gemm_shape_of(op.value, layer), arch))
+      const GemmShape shape = gemm_shape_of(op.value, layer);
+      const codegen::GemmSpec spec =
+          codegen::gemm_spec(recipe, op.value, shape.n, shape.k, DType::bf16, arch);
+      const std::string kind =
+          fmt::format("{}|{}|{}|{}|{}|{}", static_cast<int>(spec.path), spec.a_text, spec.b_text,
+                      spec.scale_code, spec.a_block_rows, spec.b_block_rows);
+      const bool full = spread_kinds.insert(kind).second;
+      for (auto& k : spread(recipe, op.value, shape, arch, full))
         if (keys.insert(k.key_text).second) out.kernels.push_back(std::move(k));
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::unsupported) << e.what();
