@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Everything about the CUDA quantize kernels that needs a GPU, in one run on the device machine:
+# Everything about the CUDA kernels that needs a GPU, in one run on the device machine:
 #   1. device and tool versions
 #   2. the benchmark (BF16 -> FP4, every preset, 8192^2 and 16384^2, row-wise and pairs, the
 #      two-level presets also with the amax given) and, in the same run, the peers' figures
 #      (torch.compile's MXFP4 quantizer, copy bandwidth)
 #   3. the GPU tests (bit-exact against the reference), sharded over the CPU cores, beside
 #      compute-sanitizer memcheck and racecheck of a representative subset
-# Ordered by what matters most, so a run cut short keeps the rest; about 3.5 minutes.
+#   4. the GEMM GPU tests (8 shards, against a double-precision reference), then `fp4jit bench
+#      gemm` for nvfp4, mxfp4 and msfp4 at LLaMA-7B shapes and the peers' GEMMs
+# Ordered by what matters most, so a run cut short keeps the rest; about 7 minutes on an H100.
 # (JIT compile and cache-load times: `fp4jit_quantize_bench compile-times|cache-load`.)
 # Results go to $OUT (default /tmp/fp4jit_device), at most 8 files: summary.txt, device.txt,
 # logs.txt (every step's log, appended as it ends) and the JSON of bench and peers. Expects,
@@ -83,7 +85,8 @@ wait
 cat "$LOGS"/gpu_tests_*.log >"$LOGS/gpu_tests.log"
 keep gpu_tests
 echo "gpu_tests $((SECONDS - t0))s: $(grep -c '^\[       OK' "$LOGS/gpu_tests.log") passed," \
-  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gpu_tests.log") skipped" |
+  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gpu_tests.log") skipped," \
+  "$(grep -c '^\[==========\] .* ran\.' "$LOGS/gpu_tests.log") of 13 processes finished" |
   tee -a "$OUT/summary.txt"
 grep -B3 -A12 'Failure' "$LOGS/gpu_tests.log" | head -60
 for t in memcheck racecheck; do
@@ -94,14 +97,17 @@ done
 say "gemm tests"
 t0=$SECONDS
 for i in $(seq 0 7); do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 100 "$BIN/fp4jit_gpu_gemm_tests" \
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 240 "$BIN/fp4jit_gpu_gemm_tests" \
     >"$LOGS/gemm_tests_$i.log" 2>&1 &
 done
 wait
 cat "$LOGS"/gemm_tests_*.log >"$LOGS/gemm_tests.log"
 keep gemm_tests
+# A shard cut by its time limit prints no "tests ... ran" line: counted, so that its unfinished
+# tests are not mistaken for a clean run.
 echo "gemm_tests $((SECONDS - t0))s: $(grep -c '^\[       OK' "$LOGS/gemm_tests.log") passed," \
-  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gemm_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gemm_tests.log") skipped" |
+  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gemm_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gemm_tests.log") skipped," \
+  "$(grep -c '^\[==========\] .* ran\.' "$LOGS/gemm_tests.log") of 8 shards finished" |
   tee -a "$OUT/summary.txt"
 grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sort -t= -k2 -g | tail -3
 grep -B3 -A12 'Failure' "$LOGS/gemm_tests.log" | head -40
