@@ -100,6 +100,7 @@ def main(argv=None):
         print("torch_linear_bench: no CUDA device", file=sys.stderr)
         return 2
     rows = []
+    accumulate = args.grads == "accumulate"
     print("gradients: %s" % ("dropped before each step (optimizer.zero_grad())" if args.grads == "none"
                              else "accumulated into .grad every step"))
     print("%-18s %-10s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
@@ -112,7 +113,6 @@ def main(argv=None):
                    for r in args.recipes.split(",") if r]
         base = base_chain = None
         for name, layer in layers:
-            accumulate = args.grads == "accumulate"
             ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)
             chain, clock = time_chain(layer, x, dy, args.chain, args.iters // 4, accumulate)
             base = ms if base is None else base

@@ -31,6 +31,14 @@ say() { echo "== $(date +%T) $*"; }
 keep() {  # keep NAME: appends $LOGS/NAME.log to $OUT/logs.txt
   { echo "=================== $1"; cat "$LOGS/$1.log"; } >>"$OUT/logs.txt"
 }
+tally() {  # tally NAME PROCESSES: passed / failed / skipped in $LOGS/NAME.log (seconds since t0)
+  # A process cut by its time limit prints no "tests ... ran" line: counted, so that its unfinished
+  # tests are not mistaken for a clean run.
+  local log="$LOGS/$1.log"
+  echo "$1 $((SECONDS - t0))s: $(grep -c '^\[       OK' "$log") passed," \
+    "$(grep -c '^\[  FAILED  \].*(' "$log") failed, $(grep -c '^\[  SKIPPED' "$log") skipped," \
+    "$(grep -c '^\[==========\] .* ran\.' "$log") of $2 processes finished" | tee -a "$OUT/summary.txt"
+}
 step() {  # step NAME TIMEOUT COMMAND...: runs with a time limit, log in $LOGS/NAME.log
   local name=$1 limit=$2
   shift 2
@@ -84,10 +92,7 @@ FP4JIT_NO_COMPILE=1 step racecheck 55 compute-sanitizer --tool racecheck --racec
 wait
 cat "$LOGS"/gpu_tests_*.log >"$LOGS/gpu_tests.log"
 keep gpu_tests
-echo "gpu_tests $((SECONDS - t0))s: $(grep -c '^\[       OK' "$LOGS/gpu_tests.log") passed," \
-  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gpu_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gpu_tests.log") skipped," \
-  "$(grep -c '^\[==========\] .* ran\.' "$LOGS/gpu_tests.log") of 13 processes finished" |
-  tee -a "$OUT/summary.txt"
+tally gpu_tests 13
 grep -B3 -A12 'Failure' "$LOGS/gpu_tests.log" | head -60
 for t in memcheck racecheck; do
   echo "--- $t"
@@ -103,12 +108,7 @@ done
 wait
 cat "$LOGS"/gemm_tests_*.log >"$LOGS/gemm_tests.log"
 keep gemm_tests
-# A shard cut by its time limit prints no "tests ... ran" line: counted, so that its unfinished
-# tests are not mistaken for a clean run.
-echo "gemm_tests $((SECONDS - t0))s: $(grep -c '^\[       OK' "$LOGS/gemm_tests.log") passed," \
-  "$(grep -c '^\[  FAILED  \].*(' "$LOGS/gemm_tests.log") failed, $(grep -c '^\[  SKIPPED' "$LOGS/gemm_tests.log") skipped," \
-  "$(grep -c '^\[==========\] .* ran\.' "$LOGS/gemm_tests.log") of 8 shards finished" |
-  tee -a "$OUT/summary.txt"
+tally gemm_tests 8
 grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sort -t= -k2 -g | tail -3
 grep -B3 -A12 'Failure' "$LOGS/gemm_tests.log" | head -40
 GEMMS=${GEMMS:-"8192x4096x4096 8192x11008x4096 8192x4096x11008"}
