@@ -1,12 +1,15 @@
 // fp4jit bench gemm --recipe SPEC --gemm MxNxK [--gemm ...] [--op fprop|dgrad|wgrad|all]
-//                   [--backend cuda|host] [--out-dtype D] [--iters N] [--json FILE]
+//                   [--backend cuda|host] [--out-dtype D] [--bias] [--accumulate]
+//                   [--iters N] [--json FILE]
 // Times our GEMM kernels: --gemm is a linear layer's fprop shape (tokens x out x in) and each of
 // its three GEMMs runs with its own shape (core/gemm.hpp). Operands are quantized by the same
 // backend from random BF16 data; on CUDA, enough operand sets to exceed the L2 cache several times
 // are rotated, every launch is timed with CUDA events (each call alone, then the same calls back
 // to back: a second line), and the medians are reported; on the host, a steady clock times each
 // call. TFLOP/s counts 2 M N K (the OCC compensation of msfp4 fprop
-// included in the time, not in the count).
+// included in the time, not in the count). --bias adds a BF16 bias of N elements in the epilogue
+// (a linear layer's fprop), --accumulate adds into the output (beta = 1, C = D: gradient
+// accumulation), so the epilogue's extra reads are timed too.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -31,6 +34,7 @@ struct BenchOptions {
   std::string recipe, backend = "cuda", out_dtype = "bfloat16", op = "all", json;
   std::vector<std::string> gemms;
   int iters = 0;  // 0: 50 on CUDA, 5 on the host
+  bool bias = false, accumulate = false;
 };
 
 // Memory of the benchmarked backend: device buffers (CUDA) or host vectors.
@@ -194,6 +198,8 @@ void run_bench(const BenchOptions& o) {
           device ? static_cast<int>(std::clamp<std::int64_t>(200'000'000 / set_bytes + 1, 1, 8))
                  : 1;
       Memory mem(device);
+      // One bias for every set (a layer's bias is small and stays in L2, as in training).
+      const void* bias = o.bias ? random_bf16(mem, 1, s.n, 5).data : nullptr;
       std::vector<Set> rotation;
       for (int i = 0; i < sets; ++i) {
         const OperandShape sa = gemm_source_shape(roles.a, s.m, s.k),
@@ -212,6 +218,12 @@ void run_bench(const BenchOptions& o) {
         const Set& set = rotation[static_cast<std::size_t>(i) % rotation.size()];
         GemmEpilogue e;
         e.occ_weight = set.weight;
+        e.bias = bias;
+        e.bias_dtype = DType::bf16;
+        if (o.accumulate) {
+          e.beta = 1.0f;
+          e.c = set.out;
+        }
         engine.gemm(recipe, op, set.a, set.b, s, set.out, e);
       });
       const double tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
@@ -220,9 +232,10 @@ void run_bench(const BenchOptions& o) {
       const double b2b_tflops = b2b > 0.0 ? tflops * ms / b2b : 0.0;
       fmt::print(
           "  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  (host {:.1f} us per call; {} operand "
-          "sets{})\n",
+          "sets{}{}{})\n",
           op_name.name, gemm_shape_text(s), ms, tflops, timer.host_ms() * 1e3, sets,
-          occ ? ", OCC compensation included" : "");
+          occ ? ", OCC compensation included" : "", o.bias ? ", bias" : "",
+          o.accumulate ? ", D += A B^T" : "");
       if (b2b > 0.0)
         fmt::print("  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  back to back\n", "", "", b2b,
                    b2b_tflops);
@@ -240,7 +253,9 @@ void run_bench(const BenchOptions& o) {
                          {"tflops", tflops},
                          {"iters", iters},
                          {"sets", sets},
-                         {"occ", occ}});
+                         {"occ", occ},
+                         {"bias", o.bias},
+                         {"accumulate", o.accumulate}});
     }
   }
   if (!o.json.empty()) {
@@ -272,6 +287,9 @@ void add_bench_commands(CLI::App& app) {
   cmd->add_option("--out-dtype", o->out_dtype, "Output type")
       ->check(one_of("dtype", dtype_option_names()))
       ->capture_default_str();
+  cmd->add_flag("--bias", o->bias, "Add a BF16 bias of N elements in the epilogue");
+  cmd->add_flag("--accumulate", o->accumulate,
+                "Add into the output (beta = 1, C = D), as gradient accumulation does");
   cmd->add_option("--iters", o->iters, "Timed runs per GEMM (0: 50 on CUDA, 5 on the host)");
   cmd->add_option("--json", o->json, "Write the results as JSON to this file");
   cmd->callback([o] { run_bench(*o); });

@@ -101,6 +101,16 @@ TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
     }
 }
 
+// The FP16 bits of a value FP16 holds exactly as a normal number, or zero (the biases below).
+std::uint16_t exact_f16(float v) {
+  if (v == 0.0f) return std::signbit(v) ? 0x8000 : 0;
+  int e = 0;
+  const float m = std::frexp(std::fabs(v), &e);  // |v| = m 2^e, m in [0.5, 1)
+  const auto mant = static_cast<std::uint32_t>((2.0f * m - 1.0f) * 1024.0f);
+  return static_cast<std::uint16_t>((v < 0.0f ? 0x8000u : 0u) |
+                                    (static_cast<std::uint32_t>(e + 14) << 10) | mant);
+}
+
 // The epilogue on one small case per kernel path (ms with OCC, mx with split-K, nv, ms_grad):
 // out (row stride N + 5) = alpha * AB^T + bias + beta * out, FP32 and BF16.
 class GpuGemmEpilogue : public testing::TestWithParam<GemmCase> {};
@@ -163,20 +173,23 @@ TEST_P(GpuGemmEpilogue, AlphaBiasBetaCAndOcc) {
   EXPECT_LE(std::sqrt(err / norm), 1e-4);
   EXPECT_LE(std::sqrt(err16 / norm16), 4e-3);
 
-  // The same bias in BF16 (its values are exact there): the same output, bit for bit.
-  std::vector<std::uint16_t> bias16;
-  for (float v : bias) bias16.push_back(nx::float_to_bf16(v));
-  cuda::DeviceBuffer out_b = upload(c0.data), dbias16 = upload(bias16);
-  GemmEpilogue eb = e;
-  eb.bias = dbias16.get();
-  eb.bias_dtype = DType::bf16;
-  const TensorView obv{out_b.get(), DType::f32, sh.m, sh.n, ld};
-  eb.c = obv;
-  engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, obv, eb);
-  Gpu::get()->scope.synchronize();
-  std::vector<float> got_b(c0.data.size());
-  out_b.download(got_b.data(), got_b.size() * 4);
-  EXPECT_EQ(got_b, got) << "BF16 bias";
+  // The same bias in BF16 and in FP16 (its values are exact in both): the same output, bit for
+  // bit (each bias type is read by its own load in the epilogues).
+  for (DType bt : {DType::bf16, DType::f16}) {
+    std::vector<std::uint16_t> bias16;
+    for (float v : bias) bias16.push_back(bt == DType::bf16 ? nx::float_to_bf16(v) : exact_f16(v));
+    cuda::DeviceBuffer out_b = upload(c0.data), dbias16 = upload(bias16);
+    GemmEpilogue eb = e;
+    eb.bias = dbias16.get();
+    eb.bias_dtype = bt;
+    const TensorView obv{out_b.get(), DType::f32, sh.m, sh.n, ld};
+    eb.c = obv;
+    engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, obv, eb);
+    Gpu::get()->scope.synchronize();
+    std::vector<float> got_b(c0.data.size());
+    out_b.download(got_b.data(), got_b.size() * 4);
+    EXPECT_EQ(got_b, got) << name(bt) << " bias";
+  }
 }
 
 std::vector<GemmCase> epilogue_cases() {

@@ -35,25 +35,82 @@ __device__ __forceinline__ float epilogue_base(const GemmParams& p) {
   return base;
 }
 
-// The epilogue's terms after alpha * factor (x0, x1 at (m, n), (m, n + 1); has1: n + 1 < N):
-// ms's column scales, the bias, beta * C.
+// A per-column vector of the epilogue (ms's B column scales, the bias) over a tile's kBlockN
+// columns, spread over a warp: lane 4 j + t holds columns n0 + 8 v2 + 2 t + e for v2 = j + 8 i
+// (i < kBlockN / 64, e < 2), kBlockN / 32 of them, loaded by straight-line code (the bias type
+// dispatched once, indices past D's edge clamped) at the start of the tile's epilogue; the
+// fragment's element (v2, e) of thread tig is register 2 (v2 / 8) + e of lane tig + 4 (v2 % 8),
+// fetched by a shuffle. Loaded element by element next to the stores instead (a branch per element
+// on the bias type and the edges), every load waited for the one before: 96 per thread per
+// 128 x 192 tile, and an mxfp4 fprop with a bias took 1.2x the time of one without at
+// 8192x11008x4096 (bench/gemm_sm90_notes.md). All lanes of the warp call load and get.
+template <int kBlockN>
+struct WarpColumns {
+  static constexpr int kPer = kBlockN / 32;
+  float v[kPer];
+
+  template <class Load>
+  __device__ __forceinline__ void load(int n0, int last, const Load& ld) {
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    const int n = n0 + 8 * (lane >> 2) + 2 * (lane & 3);
+    if (n0 + kBlockN - 1 <= last) {  // every column inside D: constant offsets from one address
+#pragma unroll
+      for (int i = 0; i < kPer / 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) v[2 * i + e] = ld(n + 64 * i + e);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer / 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = n + 64 * i + e;
+          const float x = ld(min(col, last));
+          v[2 * i + e] = col <= last ? x : 0.0f;
+        }
+    }
+  }
+  __device__ __forceinline__ float get(int v2, int e, int tig) const {
+    return __shfl_sync(0xffffffffu, v[2 * (v2 / 8) + e], tig + 4 * (v2 % 8));
+  }
+};
+
+// The terms after alpha * factor of a tile's epilogue: ms's column scales, the bias (per column,
+// WarpColumns), beta * C (per element, read next to its store).
 template <class Cfg, class T>
-__device__ __forceinline__ void epilogue_terms(const GemmParams& p, int m, int n, bool has1,
-                                               float& x0, float& x1) {
-  if constexpr (T::kKind == ScaleKind::ms) {
-    x0 *= p.b_row_scale[n];
-    if (has1) x1 *= p.b_row_scale[n + 1];
+struct EpilogueTerms {
+  static constexpr bool kScale = T::kKind == ScaleKind::ms;
+  WarpColumns<T::BLOCK_N> scale, bias;
+  bool has_bias, has_c;
+
+  __device__ __forceinline__ void load(const GemmParams& p, int n0) {
+    const int last = p.N - 1;
+    has_bias = p.bias != nullptr;
+    has_c = p.c != nullptr && p.beta != 0.0f;
+    if constexpr (kScale) scale.load(n0, last, [&](int col) { return p.b_row_scale[col]; });
+    if (has_bias) {
+      if (p.bias_type == static_cast<int>(gemm::BiasType::bf16))
+        bias.load(n0, last, [&](int col) { return load_out<OutType::bf16>(p.bias, col); });
+      else if (p.bias_type == static_cast<int>(gemm::BiasType::f16))
+        bias.load(n0, last, [&](int col) { return load_out<OutType::f16>(p.bias, col); });
+      else
+        bias.load(n0, last, [&](int col) { return load_out<OutType::f32>(p.bias, col); });
+    }
   }
-  if (p.bias != nullptr) {
-    x0 += gemm::load_bias(p.bias, p.bias_type, n);
-    if (has1) x1 += gemm::load_bias(p.bias, p.bias_type, n + 1);
+
+  // x0, x1 (columns n, n + 1 of fragment column pair v2, after alpha * factor) times ms's column
+  // scales, plus the bias, where `in`. Called by every lane of the warp (the shuffles).
+  __device__ __forceinline__ void apply_columns(int v2, int tig, bool in, float& x0,
+                                                float& x1) const {
+    if constexpr (kScale) {
+      const float s0 = scale.get(v2, 0, tig), s1 = scale.get(v2, 1, tig);
+      if (in) x0 *= s0, x1 *= s1;
+    }
+    if (has_bias) {
+      const float b0 = bias.get(v2, 0, tig), b1 = bias.get(v2, 1, tig);
+      if (in) x0 += b0, x1 += b1;
+    }
   }
-  if (p.c != nullptr && p.beta != 0.0f) {
-    const long long ci = static_cast<long long>(m) * p.ldc + n;
-    x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
-    if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
-  }
-}
+};
 
 // T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
 template <class Cfg, class T = GemmTraits<Cfg>>
@@ -63,20 +120,28 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
   constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
   const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
   const float base = epilogue_base<T::kKind>(p);
+  EpilogueTerms<Cfg, T> t;
+  t.load(p, w.n0);
 #pragma unroll
   for (int v1 = 0; v1 < 2; ++v1) {
     const int m = w.m0 + (v1 ? rw.r1 : rw.r0);
-    if (m >= p.M) continue;
+    const bool row_in = m < p.M;
     float row_f = base;
-    if constexpr (T::kKind == ScaleKind::ms) row_f *= p.a_row_scale[m];
+    if constexpr (T::kKind == ScaleKind::ms) row_f *= row_in ? p.a_row_scale[m] : 0.0f;
 #pragma unroll
     for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
       const int n = w.n0 + 8 * v2 + 2 * rw.tig;
-      if (n >= p.N) continue;
+      const bool in = row_in && n < p.N;
       const bool has1 = n + 1 < p.N;
       float x0 = acc[4 * v2 + 2 * v1] * row_f;
       float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
-      epilogue_terms<Cfg, T>(p, m, n, has1, x0, x1);
+      t.apply_columns(v2, rw.tig, in, x0, x1);  // every lane (shuffles)
+      if (!in) continue;
+      if (t.has_c) {
+        const long long ci = static_cast<long long>(m) * p.ldc + n;
+        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
+        if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
+      }
       store_pair<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x0, x1, has1, vec);
     }
   }
@@ -101,6 +166,9 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   constexpr int kChunks = T::BLOCK_N / kChunkCols;
   constexpr int kChunkBytes = 64 * 128;
   static_assert(T::BLOCK_N % kChunkCols == 0, "tile width: whole 128-byte chunks of D");
+  EpilogueTerms<Cfg, T> t;
+  // The column terms' loads go out before the wait below, which hides their latency.
+  t.load(p, w.n0);
   if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
   named_barrier_sync(bar, 128);
   const float base = epilogue_base<T::kKind>(p);
@@ -118,7 +186,14 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
       const int n = w.n0 + 8 * v2 + 2 * rw.tig;
       float x0 = acc[4 * v2 + 2 * v1] * row_f;
       float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
-      if (row_in && n < p.N) epilogue_terms<Cfg, T>(p, m, n, n + 1 < p.N, x0, x1);
+      // Every lane fetches the column terms (shuffles); elements past D's edges skip them and are
+      // clipped by the TMA unit.
+      t.apply_columns(v2, rw.tig, row_in && n < p.N, x0, x1);
+      if (t.has_c && row_in && n < p.N) {
+        const long long ci = static_cast<long long>(m) * p.ldc + n;
+        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
+        if (n + 1 < p.N) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
+      }
       if constexpr (kBytes == 2) {
         unsigned packed;
         if constexpr (Cfg::kOut == OutType::bf16)
