@@ -333,6 +333,23 @@ case_tune_parallel() {  # four processes tuning into one database at once: every
   [[ $(tail -1 out.txt | awk '{print $1}') == 5 ]] || die "expected 5 tunings"
 }
 
+case_bench() {  # bench gemm on the host: every op, and the epilogue options reach the GEMM
+  run_ok bench gemm --backend host -r mxfp4 --gemm 64x64x128 --iters 1 --json plain.json
+  [[ $(grep -cE '^  (fprop|dgrad|wgrad) ' out.txt) == 3 ]] || die "not one line per op"
+  grep -q ', bias' out.txt && die "a bias without --bias"
+  run_ok bench gemm --backend host -r mxfp4 --gemm 64x64x128 --op fprop --iters 1 --bias --accumulate \
+    --json epi.json
+  grep -q '1 operand sets, bias, D += A B^T)' out.txt || die "the epilogue options are not reported"
+  python3 - <<'PY' || die "bench JSON"
+import json
+plain = json.load(open("plain.json"))["results"]
+epi = json.load(open("epi.json"))["results"]
+assert [r["op"] for r in plain] == ["fprop", "dgrad", "wgrad"], plain
+assert not any(r["bias"] or r["accumulate"] for r in plain), plain
+assert len(epi) == 1 and epi[0]["bias"] and epi[0]["accumulate"] and epi[0]["tflops"] > 0, epi
+PY
+}
+
 case_bundle() {  # export / verify / import, layering, a tampered bundle refused, a cached second run
   local db=$PWD/t.db model
   run_ok tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 --max-candidates 2 --budget-ms 2 --cache "$db"
