@@ -87,7 +87,7 @@ struct EpilogueTerms {
     has_bias = p.bias != nullptr;
     has_c = p.c != nullptr && p.beta != 0.0f;
     if constexpr (kScale) scale.load(n0, last, [&](int col) { return p.b_row_scale[col]; });
-    if (has_bias) {
+    if (has_bias) {  // gemm::load_bias's dispatch, once for the tile rather than per element
       if (p.bias_type == static_cast<int>(gemm::BiasType::bf16))
         bias.load(n0, last, [&](int col) { return load_out<OutType::bf16>(p.bias, col); });
       else if (p.bias_type == static_cast<int>(gemm::BiasType::f16))
@@ -109,6 +109,14 @@ struct EpilogueTerms {
       const float b0 = bias.get(v2, 0, tig), b1 = bias.get(v2, 1, tig);
       if (in) x0 += b0, x1 += b1;
     }
+  }
+
+  // x0, x1 at D's (m, n) (inside D) and (m, n + 1), plus beta * C; called where has_c.
+  __device__ __forceinline__ void apply_c(const GemmParams& p, int m, int n, float& x0,
+                                          float& x1) const {
+    const long long ci = static_cast<long long>(m) * p.ldc + n;
+    x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
+    if (n + 1 < p.N) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
   }
 };
 
@@ -137,11 +145,7 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
       float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
       t.apply_columns(v2, rw.tig, in, x0, x1);  // every lane (shuffles)
       if (!in) continue;
-      if (t.has_c) {
-        const long long ci = static_cast<long long>(m) * p.ldc + n;
-        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
-        if (has1) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
-      }
+      if (t.has_c) t.apply_c(p, m, n, x0, x1);
       store_pair<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x0, x1, has1, vec);
     }
   }
@@ -189,11 +193,7 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
       // Every lane fetches the column terms (shuffles); elements past D's edges skip them and are
       // clipped by the TMA unit.
       t.apply_columns(v2, rw.tig, row_in && n < p.N, x0, x1);
-      if (t.has_c && row_in && n < p.N) {
-        const long long ci = static_cast<long long>(m) * p.ldc + n;
-        x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
-        if (n + 1 < p.N) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
-      }
+      if (t.has_c && row_in && n < p.N) t.apply_c(p, m, n, x0, x1);
       if constexpr (kBytes == 2) {
         unsigned packed;
         if constexpr (Cfg::kOut == OutType::bf16)
