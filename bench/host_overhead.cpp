@@ -176,7 +176,8 @@ int run(const std::vector<std::string>& args) {
       return cuda::DeviceBuffer(static_cast<std::size_t>(r * c * 2));
     };
     cuda::DeviceBuffer x = bf16(s.tokens, s.in), w = bf16(s.out, s.in), y = bf16(s.tokens, s.out),
-                       dx = bf16(s.tokens, s.in), dw = bf16(s.out, s.in), bias = bf16(1, s.out);
+                       dx = bf16(s.tokens, s.in), dw = bf16(s.out, s.in), bias = bf16(1, s.out),
+                       db = bf16(1, s.out);
     for (const std::string& name : recipes) {
       const Recipe recipe = parse_recipe(name);
       const LinearBuffers lb = Engine::linear_buffers(recipe, s);
@@ -210,8 +211,8 @@ int run(const std::vector<std::string>& args) {
            [&] {
              engine.linear_forward(recipe, xv, wv, bias.get(), DType::bf16, yv, seed, seed + 1,
                                    saved.get(), fwd.get(), nullptr);
-             engine.linear_backward(recipe, s.in, yv, saved.get(), bwd.get(), dxv, dwv, seed + 2,
-                                    nullptr);
+             engine.linear_backward(recipe, s.in, yv, saved.get(), bwd.get(), dxv, dwv, db.get(),
+                                    DType::bf16, seed + 2, nullptr);
              seed += 3;
            }},
           {"forward",

@@ -176,10 +176,11 @@ fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* 
   });
 }
 
-fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in,
-                                     const fp4jit_tensor* dy, const void* saved, void* scratch,
-                                     const fp4jit_tensor* dx, const fp4jit_tensor* dw,
-                                     uint64_t seed_dy, void* stream) {
+fp4jit_status fp4jit_linear_backward_bias(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                          int64_t in, const fp4jit_tensor* dy, const void* saved,
+                                          void* scratch, const fp4jit_tensor* dx,
+                                          const fp4jit_tensor* dw, const fp4jit_tensor* db,
+                                          uint64_t seed_dy, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -190,10 +191,21 @@ fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe*
         dx != nullptr ? to_view(dx, "linear backward output dX", b, dev) : TensorView{};
     const TensorView vdw =
         dw != nullptr ? to_view(dw, "linear backward output dW", b, dev) : TensorView{};
+    const TensorView vdb = db != nullptr
+                               ? to_vector(db, "linear backward bias gradient dB", vdy.cols, b, dev)
+                               : TensorView{};
     std::lock_guard lock(engine->mutex);
-    engine->engine.linear_backward(recipe->recipe, in, vdy, saved, scratch, vdx, vdw, seed_dy,
-                                   stream);
+    engine->engine.linear_backward(recipe->recipe, in, vdy, saved, scratch, vdx, vdw, vdb.data,
+                                   vdb.dtype, seed_dy, stream);
   });
+}
+
+fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in,
+                                     const fp4jit_tensor* dy, const void* saved, void* scratch,
+                                     const fp4jit_tensor* dx, const fp4jit_tensor* dw,
+                                     uint64_t seed_dy, void* stream) {
+  return fp4jit_linear_backward_bias(engine, recipe, in, dy, saved, scratch, dx, dw, nullptr,
+                                     seed_dy, stream);
 }
 
 }  // extern "C"

@@ -49,9 +49,16 @@ TileConfig default_tile_config(const OperandSpec* row, const OperandSpec* col, D
 KernelSource quantize_rows_kernel(const KernelOperand& op, DType in, kern::Phase phase,
                                   const RowsConfig& config, const std::string& target);
 // row / col: the row-wise and transposed operands (null when the mode leaves one out).
+// col_sums: the kernel also writes the source's column sums per 64-row chunk
+// (templates/quantize/column_sums.cuh; quantize phase, no OCC, tile rows a multiple of 64).
 KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
                                   kern::Phase phase, bool requant, const TileConfig& config,
-                                  const std::string& target);
+                                  const std::string& target, bool col_sums = false);
+
+// Column sums of a source (templates/quantize/column_sums.cuh): the standalone first pass, and
+// the reduce of the per-chunk sums into `out`'s type.
+KernelSource column_sums_partial_kernel(DType in, const std::string& target);
+KernelSource column_sums_reduce_kernel(DType out, const std::string& target);
 
 KernelSource occ_select_kernel(DType in, const std::string& target);
 KernelSource occ_scan_kernel(const std::string& target);

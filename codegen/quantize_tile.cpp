@@ -113,8 +113,14 @@ namespace {
 
 KernelSource tile_source(const KernelOperand* row, const KernelOperand* col, DType in,
                          kern::Phase phase, bool requant, const TileConfig& config,
-                         const std::string& target) {
+                         const std::string& target, bool col_sums) {
   if (row == nullptr && col == nullptr) fail(ErrorKind::internal, "quantize_tile: no operand");
+  if (col_sums && (phase != kern::Phase::quantize || (row != nullptr && row->spec.occ) ||
+                   (col != nullptr && col->spec.occ) || config.tile_rows % 64 != 0))
+    fail(ErrorKind::internal,
+         "quantize_tile: column sums need the quantize phase, no OCC and tile rows a multiple of "
+         "64 (config {})",
+         config.text());
   config.validate(row ? &row->spec : nullptr, col ? &col->spec : nullptr, in);
   if (row != nullptr) check_cuda_supported(*row);
   if (col != nullptr) check_cuda_supported(*col);
@@ -139,16 +145,19 @@ KernelSource tile_source(const KernelOperand* row, const KernelOperand* col, DTy
       "  static constexpr int threads = {};\n"
       "  static constexpr int tile_rows = {}, tile_cols = {};\n"
       "  static constexpr int min_blocks = {};\n"
+      "  static constexpr bool col_sums = {};\n"
       "}};\n",
       row ? "RowOperand" : "ColOperand", col ? "ColOperand" : "RowOperand",
       in_type_name(in_type(in)), phase_name(phase), mode_name(mode), requant ? "true" : "false",
-      config.threads, config.tile_rows, config.tile_cols, config.min_blocks);
+      config.threads, config.tile_rows, config.tile_cols, config.min_blocks,
+      col_sums ? "true" : "false");
   k.declarations = std::move(decl);
   KeyText key;
   key.add("op", k.op).add("phase", phase_name(phase));
   if (row != nullptr) key.add("role", name(row->role)).add("row", row->canonical);
   if (col != nullptr) key.add("col_role", name(col->role)).add("col", col->canonical);
   key.add("in", name(in)).add("mode", mode_name(mode)).add("requant", requant ? "on" : "off");
+  if (col_sums) key.add("col_sums", "on");  // absent when off: the other kernels' keys as before
   key.add("config", config.text()).add("target", target);
   k.key_text = key.text();
   return k;
@@ -158,15 +167,16 @@ KernelSource tile_source(const KernelOperand* row, const KernelOperand* col, DTy
 
 KernelSource quantize_tile_kernel(const KernelOperand* row, const KernelOperand* col, DType in,
                                   kern::Phase phase, bool requant, const TileConfig& config,
-                                  const std::string& target) {
+                                  const std::string& target, bool col_sums) {
   std::string key = "quantize_tile|";
   for (const KernelOperand* op : {row, col}) {
     if (op != nullptr) key.append(name(op->role)).append(1, '|').append(op->canonical);
     key.append(1, '|');
   }
   key.append(name(in)).append(1, '|').append(phase_name(phase)).append(requant ? "|rq|" : "|-|");
-  key.append(config.text()).append(1, '|').append(target);
-  return memoized(key, [&] { return tile_source(row, col, in, phase, requant, config, target); });
+  key.append(config.text()).append(1, '|').append(target).append(col_sums ? "|sums" : "");
+  return memoized(
+      key, [&] { return tile_source(row, col, in, phase, requant, config, target, col_sums); });
 }
 
 }  // namespace fp4jit::codegen

@@ -36,6 +36,11 @@ Matrix<double> dequantize_source(const Recipe& recipe, const QuantizedTensor& q,
 Matrix<double> operand_to_source(const Recipe& recipe, const QuantizedTensor& q,
                                  Matrix<double> operand, bool add_residual);
 
+// The columns of `m` summed over its rows in FP32, in the fixed order of
+// templates/quantize/column_sums.cuh (64-row chunks of eight interleaved slices), the order every
+// backend's kernels follow, so that all give these bits (e.g. a bias gradient from dY).
+std::vector<float> column_sums(const Matrix<float>& m);
+
 // OCC, one row at a time: clamps each row of `m` (in place) to its (1-alpha, alpha) quantiles
 // and returns the residual x - clamp(x) at the changed positions, in row-major order.
 struct Residual {

@@ -17,6 +17,9 @@ class Backend {
 
   virtual void quantize(const Recipe& recipe, Role role, const TensorView& in,
                         const QuantizedView& out, const QuantizeArgs& args, void* stream) = 0;
+  // Whether quantize and quantize_pair compute QuantizeArgs::column_sums themselves; where not,
+  // Engine computes them on the host (host-memory backends) and passes null.
+  virtual bool computes_column_sums() const { return false; }
   // Default: two quantize() calls; backends override with a one-read kernel.
   virtual void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                              const QuantizedView& out, const QuantizedView& out_transposed,

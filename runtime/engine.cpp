@@ -3,7 +3,9 @@
 #include <array>
 
 #include "core/log.hpp"
+#include "reference/reference.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/host_tensor.hpp"
 
 namespace fp4jit {
 
@@ -52,6 +54,28 @@ void check_tensor(const TensorView& t, std::string_view what, std::int64_t rows,
          t.row_stride, t.cols);
 }
 
+void check_column_sums(const QuantizeArgs& args, std::string_view what) {
+  if (args.column_sums == nullptr) return;
+  const DType d = args.column_sums_dtype;
+  if (d != DType::f32 && d != DType::bf16 && d != DType::f16)
+    fail(ErrorKind::invalid_argument,
+         "{}: column sums must be float32, bfloat16 or float16 (got {})", what, name(d));
+}
+
+// The column sums computed here, for backends that leave them to Engine (their memory is the
+// host's); the arguments the backend then gets.
+QuantizeArgs host_column_sums(const Backend& backend, const TensorView& in,
+                              const QuantizeArgs& args) {
+  if (args.column_sums == nullptr || backend.computes_column_sums()) return args;
+  const std::vector<float> sums = reference::column_sums(to_matrix(in));
+  Matrix<float> row(1, in.cols);
+  row.data = sums;
+  from_matrix(row, TensorView{args.column_sums, args.column_sums_dtype, 1, in.cols, 0});
+  QuantizeArgs rest = args;
+  rest.column_sums = nullptr;
+  return rest;
+}
+
 void check_quantized(const Recipe& recipe, Role role, const QuantLayout& l, const QuantizedView& q,
                      std::string_view what) {
   if (q.codes == nullptr || q.scales == nullptr)
@@ -79,7 +103,9 @@ void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& i
                             const QuantizedView& out, const QuantizedView& out_transposed,
                             const QuantizeArgs& args, void* stream) {
   quantize(recipe, role, in, out, args, stream);
-  quantize(recipe, transposed_copy(role), in, out_transposed, args, stream);
+  QuantizeArgs second = args;
+  second.column_sums = nullptr;  // once is enough
+  quantize(recipe, transposed_copy(role), in, out_transposed, second, stream);
 }
 
 Engine::Engine(const EngineOptions& options) : backend_(make_backend(options)) {}
@@ -104,7 +130,8 @@ void Engine::quantize(const Recipe& recipe, Role role, const TensorView& in,
   const QuantLayout l = quant_layout(recipe, role, in.rows, in.cols);
   check_tensor(in, "quantize input", in.rows, in.cols);
   check_quantized(recipe, role, l, out, "quantize output");
-  backend_->quantize(recipe, role, in, out, args, stream);
+  check_column_sums(args, "quantize");
+  backend_->quantize(recipe, role, in, out, host_column_sums(*backend_, in, args), stream);
 }
 
 void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
@@ -119,7 +146,9 @@ void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in
                   "quantize output");
   check_quantized(recipe, partner, quant_layout(recipe, partner, in.rows, in.cols), out_transposed,
                   "quantize transposed output");
-  backend_->quantize_pair(recipe, role, in, out, out_transposed, args, stream);
+  check_column_sums(args, "quantize_pair");
+  backend_->quantize_pair(recipe, role, in, out, out_transposed,
+                          host_column_sums(*backend_, in, args), stream);
 }
 
 void Engine::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,

@@ -117,7 +117,8 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
 
 void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                              const void* saved, void* scratch, const TensorView& dx,
-                             const TensorView& dw, std::uint64_t seed_dy, void* stream) {
+                             const TensorView& dw, void* db, DType db_dtype, std::uint64_t seed_dy,
+                             void* stream) {
   const LinearShape s{dy.rows, in, dy.cols};
   Operands q;
   carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
@@ -125,7 +126,9 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
   check_buffer(saved, "saved");
   check_buffer(scratch, "backward scratch");
-  const QuantizeArgs args{seed_dy, 0};
+  QuantizeArgs args{seed_dy, 0};
+  args.column_sums = db;  // the bias gradient from the same read of dY
+  args.column_sums_dtype = db_dtype;
   // dY^T only from the pair: a recipe may derive it from the row-wise copy (requant).
   if (dw.data != nullptr)
     quantize_pair(recipe, Role::dy, dy, q.dy, q.dyt, args, stream);

@@ -57,6 +57,14 @@ struct QuantizeArgs {
   // results when it equals the input's amax).
   const float* amax = nullptr;
   const float* amax_transposed = nullptr;
+  // The source's column sums over its rows, e.g. a bias gradient from dY: [cols] of
+  // column_sums_dtype (float32, bfloat16 or float16) in the backend's memory, or null. FP32
+  // additions in one fixed order (templates/quantize/column_sums.cuh), rounded once to the dtype:
+  // every backend and kernel config gives the same bits. The CUDA backend takes them from the
+  // quantize kernel's own read of the source where it can (quantize_pair without OCC), else in a
+  // pass of their own.
+  void* column_sums = nullptr;
+  DType column_sums_dtype = DType::f32;
 };
 
 // Epilogue of Engine::gemm: out = alpha * (deq(A) deq(B)^T [+ R W^T]) [+ bias] [+ beta * c].
@@ -144,10 +152,12 @@ class Engine {
                       const void* bias, DType bias_dtype, const TensorView& y, std::uint64_t seed_x,
                       std::uint64_t seed_w, void* saved, void* scratch, void* stream = nullptr);
   // dx [tokens, in] and dw [out, in] from dy [tokens, out] and the forward's saved buffer; a
-  // view with null data is not computed (at least one must be given).
+  // view with null data is not computed (at least one must be given). db ([out] of db_dtype, or
+  // null): the bias gradient, dY's column sums (QuantizeArgs::column_sums), taken from dY's
+  // quantize pass.
   void linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                        const void* saved, void* scratch, const TensorView& dx, const TensorView& dw,
-                       std::uint64_t seed_dy, void* stream = nullptr);
+                       void* db, DType db_dtype, std::uint64_t seed_dy, void* stream = nullptr);
 
  private:
   std::unique_ptr<Backend> backend_;

@@ -437,9 +437,13 @@ class Engine:
         )
         return y
 
-    def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None):
+    def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None,
+                        db=None):
         """dx [tokens, in] and / or dw [out, in] from dy [tokens, out] and the forward's `saved`
-        buffer. Equal to quantize_pair("dy") + gemm("dgrad") / gemm("wgrad") bit for bit."""
+        buffer. Equal to quantize_pair("dy") + gemm("dgrad") / gemm("wgrad") bit for bit.
+        db [out] (float32, bfloat16 or float16), if given: the bias gradient, dy's column sums,
+        taken from dy's quantize pass (FP32 additions in a fixed order, rounded once to db's
+        dtype: the same bits on every backend)."""
         recipe = _recipe(recipe)
         if dx is None and dw is None:
             raise Error("INVALID_ARGUMENT", "linear_backward: neither dx nor dw is asked for")
@@ -447,14 +451,15 @@ class Engine:
         vdy = _arrays.view(dy, "linear_backward dy", s)
         vdx = _arrays.view(dx, "linear_backward dx", s) if dx is not None else None
         vdw = _arrays.view(dw, "linear_backward dw", s) if dw is not None else None
+        vdb = _arrays.view(db, "linear_backward db", s) if db is not None else None
         b = linear_buffers(recipe, vdy.rows, in_features, vdy.cols)
         p_saved = _arrays.buffer_pointer(saved, "linear_backward saved", b.saved_bytes)
         p_scratch = _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes)
         _lib.check(
-            _lib.lib.fp4jit_linear_backward(
+            _lib.lib.fp4jit_linear_backward_bias(
                 self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_scratch,
                 vdx.ref() if vdx is not None else None, vdw.ref() if vdw is not None else None,
-                int(seed_dy) & (2**64 - 1), s,
+                vdb.ref() if vdb is not None else None, int(seed_dy) & (2**64 - 1), s,
             )
         )
 

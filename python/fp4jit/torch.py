@@ -213,6 +213,7 @@ class _LinearFunction(torch.autograd.Function):
             dy_full = dy
         dx = dw = db = None
         want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        want_db = ctx.has_bias and ctx.needs_input_grad[2]
         w_dtype = ctx.layer.weight.dtype
         if want_dx:
             dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dy.device)
@@ -222,8 +223,11 @@ class _LinearFunction(torch.autograd.Function):
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
                 sizes = engine.linear_buffers(recipe, ctx.padded, plan.in_features, plan.out_features)
                 scratch = _byte_buffer(sizes.backward_scratch_bytes, dy.device)
+                # The bias gradient from dY's quantize pass (no read of dY of its own).
+                if want_db and ctx.bias_dtype in _BIAS_DTYPES:
+                    db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dy.device)
                 engine.linear_backward(recipe, plan.in_features, dy_full, ctx.saved_q, scratch, dx=dx, dw=dw,
-                                       seed_dy=ctx.seeds["dy"], stream=stream)
+                                       seed_dy=ctx.seeds["dy"], stream=stream, db=db)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:
@@ -239,7 +243,7 @@ class _LinearFunction(torch.autograd.Function):
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
         if dx is not None and ctx.padded != ctx.tokens:
             dx = dx[: ctx.tokens]
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        if want_db and db is None:
             # PyTorch reduces 16-bit tensors in FP32 and rounds once: one kernel where the dtypes agree.
             db = dy.sum(0) if dy.dtype == ctx.bias_dtype else dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         ctx.qxt = ctx.qwt = ctx.saved_q = None

@@ -139,6 +139,7 @@ void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
   check_device_pointer(out.codes, "quantize output codes");
   check_aligned(out.codes, 8, "quantize output codes");
   check_aligned(out.scales, 4, "quantize output scales");
+  if (args.column_sums != nullptr) check_device_pointer(args.column_sums, "column sums output");
   const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in);
   quantize_with(tuned ? &*tuned : nullptr, recipe, role, in, out, args, stream);
 }
@@ -186,6 +187,7 @@ void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorVie
     check_aligned(q->codes, 8, "quantize output codes");
     check_aligned(q->scales, 4, "quantize output scales");
   }
+  if (args.column_sums != nullptr) check_device_pointer(args.column_sums, "column sums output");
   const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in, true);
   quantize_pair_with(tuned ? &*tuned : nullptr, recipe, role, in, out, out_t, args, stream);
 }

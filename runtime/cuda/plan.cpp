@@ -112,9 +112,16 @@ class Planner {
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
                      const QuantizedView& out, const float* amax_in, kern::OperandOut& o);
+  // sums_partial (quantize phase): also the source's column sums per 64-row chunk, by the tile
+  // kernel where its config allows, else by a pass of their own before it.
   void pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
-            const TensorView& in, kern::Phase phase, bool requant, const kern::QuantizeArgs& a,
-            i64 bytes);
+            const TensorView& in, kern::Phase phase, bool requant, kern::QuantizeArgs a, i64 bytes,
+            float* sums_partial = nullptr);
+  // Column sums (QuantizeArgs::column_sums): scratch for the per-chunk sums, the standalone
+  // pass that fills it, and the reduce into the caller's vector.
+  float* sums_scratch(const TensorView& in, const QuantizeArgs& qa);
+  void sums_pass(const TensorView& in, float* partial);
+  void sums_reduce(const TensorView& in, const float* partial, const QuantizeArgs& qa);
   void quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
                    const QuantizeArgs& qa, const float* amax_in);
 
@@ -233,9 +240,40 @@ bool Planner::prepare_stats(const KernelOperand& op, bool tile_kernel, const Qua
   return true;
 }
 
+float* Planner::sums_scratch(const TensorView& in, const QuantizeArgs& qa) {
+  if (qa.column_sums == nullptr) return nullptr;
+  return arena_.take<float>(ceil_div(in.rows, kern::kSumChunkRows) * in.cols);
+}
+
+void Planner::sums_pass(const TensorView& in, float* partial) {
+  kern::ColumnSumsArgs s{};
+  s.in = in.data;
+  s.partial = partial;
+  s.rows = in.rows;
+  s.cols = in.cols;
+  s.stride = stride_of(in);
+  const i64 chunks = ceil_div(in.rows, kern::kSumChunkRows);
+  launch(codegen::column_sums_partial_kernel(in.dtype, device_.target),
+         std::min<i64>(chunks * ceil_div(in.cols, 256), 1 << 20), 256, s,
+         in.rows * in.cols * dtype_size(in.dtype) + chunks * in.cols * 4);
+}
+
+void Planner::sums_reduce(const TensorView& in, const float* partial, const QuantizeArgs& qa) {
+  kern::ColumnSumsArgs s{};
+  s.partial = const_cast<float*>(partial);
+  s.out = qa.column_sums;
+  s.rows = in.rows;
+  s.cols = in.cols;
+  const i64 chunks = ceil_div(in.rows, kern::kSumChunkRows);
+  launch(codegen::column_sums_reduce_kernel(qa.column_sums_dtype, device_.target),
+         std::min<i64>(ceil_div(in.cols, 32), 1 << 20), 256, s,
+         chunks * in.cols * 4 + in.cols * dtype_size(qa.column_sums_dtype));
+}
+
 void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
-                   const TensorView& in, kern::Phase phase, bool requant,
-                   const kern::QuantizeArgs& a, i64 bytes) {
+                   const TensorView& in, kern::Phase phase, bool requant, kern::QuantizeArgs a,
+                   i64 bytes, float* sums_partial) {
+  if (sums_partial != nullptr && !tile_kernel) sums_pass(in, sums_partial);
   if (!tile_kernel) {
     codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
     if (device_.rows_config != nullptr) {
@@ -267,9 +305,20 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
     } catch (const Error&) {
     }
   }
+  // The tile kernel sums the columns of whole 64-row chunks of its tiles (no OCC clamp in them).
+  bool fused_sums = false;
+  if (sums_partial != nullptr) {
+    fused_sums = cfg.tile_rows % kern::kSumChunkRows == 0 && !(row && row->spec.occ) &&
+                 !(col && col->spec.occ);
+    if (fused_sums)
+      a.col_sums = sums_partial;
+    else
+      sums_pass(in, sums_partial);
+  }
   // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
-  launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target),
+  launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target,
+                                       fused_sums),
          tiles, cfg.threads, a, bytes, true);
 }
 
@@ -309,6 +358,10 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
 
 void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out,
                        const QuantizeArgs& qa) {
+  if (float* partial = sums_scratch(in, qa)) {  // one operand: its kernels read the source apart
+    sums_pass(in, partial);
+    sums_reduce(in, partial, qa);
+  }
   const OperandSpec& s = recipe_[role];
   if (s.src != Source::requant) {
     quantize_op(codegen::kernel_operand(recipe_, role), in, out, qa, qa.amax);
@@ -351,10 +404,12 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   if (!fused) {
     QuantizeArgs qt = qa;
     qt.amax = qa.amax_transposed;
+    qt.column_sums = nullptr;  // the first call sums the columns
     quantize(role, in, out, qa);
     quantize(partner, in, out_t, qt);
     return;
   }
+  float* sums = sums_scratch(in, qa);
   const KernelOperand opr = codegen::kernel_operand(recipe_, role);
   const KernelOperand opc = codegen::kernel_operand(recipe_, partner);
   codegen::check_cuda_supported(opr);
@@ -395,7 +450,8 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   a.row = orow;
   a.col = ocol;
   pass(&opr, &opc, true, in, kern::Phase::quantize, requant, a,
-       in_bytes + lr.code_bytes() + scale_bytes(lr) + lc.code_bytes() + scale_bytes(lc));
+       in_bytes + lr.code_bytes() + scale_bytes(lr) + lc.code_bytes() + scale_bytes(lc), sums);
+  if (sums != nullptr) sums_reduce(in, sums, qa);
 }
 
 void Planner::dequantize(const KernelOperand& op, const QuantizedView& in, const QuantLayout& l,

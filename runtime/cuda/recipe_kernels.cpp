@@ -42,6 +42,19 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
         Arena arena;
         collect(plan_quantize(recipe, role, *src, q, &q, QuantizeArgs{}, device, arena));
       }
+    // dY with its column sums in the input's type (a linear layer's bias gradient): the pair and
+    // one operand alone.
+    QuantizeArgs sums;
+    sums.column_sums = fake;
+    sums.column_sums_dtype = dt;
+    for (const TensorView* src : {&in, &large}) {
+      Arena arena;
+      collect(plan_quantize(recipe, Role::dy, *src, q, &q, sums, device, arena));
+    }
+    {
+      Arena arena;
+      collect(plan_quantize(recipe, Role::dy, in, q, nullptr, sums, device, arena));
+    }
     if (recipe[Role::w].dge) {
       for (DType out_type : dtypes) {
         Arena arena;

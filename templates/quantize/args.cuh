@@ -28,10 +28,25 @@ struct QuantizeArgs {
   const void* in;  // source tensor [rows, cols], row stride `stride` elements
   i64 rows, cols, stride;
   u64 seed, offset;  // stochastic rounding: element i draws the bits of index offset + i
-  OperandOut row;    // the non-transposed operand (mode rows, both)
-  OperandOut col;    // the transposed operand (mode cols, both)
-  u32 vector_ok;     // 16-byte vector loads are aligned (checked by the host)
+  // Cfg::col_sums: the source's column sums per 64-row chunk (P of quantize/column_sums.cuh),
+  // [ceil(rows / 64)][cols]; else unused.
+  float* col_sums;
+  OperandOut row;  // the non-transposed operand (mode rows, both)
+  OperandOut col;  // the transposed operand (mode cols, both)
+  u32 vector_ok;   // 16-byte vector loads are aligned (checked by the host)
   u32 reserved;
+};
+
+// column_sums_partial and column_sums_reduce (quantize/column_sums.cuh): sums of chunks of
+// kSumChunkRows source rows, each of kSumSlices interleaved slices.
+constexpr int kSumChunkRows = 64;
+constexpr int kSumSlices = 8;
+struct ColumnSumsArgs {
+  const void* in;  // source [rows, cols], row stride `stride` elements (the partial pass)
+  float* partial;  // [ceil(rows / 64)][cols]: written by the partial pass or a quantize pair,
+                   // read by the reduce
+  void* out;       // [cols] of the reduce's output type
+  i64 rows, cols, stride;
 };
 
 // occ_select: per source row, lo and hi and the counts of clamped elements.

@@ -20,8 +20,11 @@
 //   static constexpr Mode mode;
 //   static constexpr bool requant;
 //   static constexpr int threads, tile_rows, tile_cols;   source tile
+//   static constexpr bool col_sums;   also the source's column sums per 64-row chunk (quantize
+//                                     phase, no OCC, tile_rows a multiple of 64)
 #pragma once
 #include "quantize/args.cuh"
+#include "quantize/column_sums.cuh"
 #include "quantize/groups.cuh"
 #include "quantize/quantize_rows.cuh"
 #include "quantize/segment.cuh"
@@ -266,6 +269,70 @@ FP4JIT_CONSTEXPR bool tile_raw_path() {
 template <int kCPR>
 FP4JIT_DEV int raw_chunk(int r, int c) {
   return r * kCPR + (c ^ ((2 * r + (c >> 3)) & 7));
+}
+
+// Column sums (Cfg::col_sums: the source's, e.g. a bias gradient) of the tile's 64-row chunks,
+// P of quantize/column_sums.cuh, into a.col_sums, from the tile before its units run (double
+// quantization writes the tile back; rows and columns past the source are zero in it). One warp
+// per (chunk, four columns or column words): lane 4 s + q sums slice s (rows s, s + 8, ..., s +
+// 56) of its column, the butterfly adds the slices, lanes 0-3 store. On the raw path the eight
+// slices' rows share their swizzle in pairs (2r mod 8): two-way bank conflicts, no barrier.
+FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v) {
+  if (chunk * kSumChunkRows < a.rows && c < a.cols) a.col_sums[chunk * a.cols + c] = v;
+}
+template <class Cfg>
+FP4JIT_DEV void tile_raw_column_sums(const uint4* tile, const QuantizeArgs& a, i64 i0, i64 j0) {
+  constexpr int kEsz = in_size(Cfg::in);
+  constexpr int kCPR = Cfg::tile_cols * kEsz / 16;
+  constexpr int kWords = Cfg::tile_cols * kEsz / 4;  // 4-byte words per tile row
+  constexpr int kColsPerWord = 4 / kEsz;
+  constexpr int kItems = (Cfg::tile_rows / kSumChunkRows) * (kWords / 4);
+  static_assert(Cfg::tile_rows % kSumChunkRows == 0 && kWords % 4 == 0,
+                "column sums: tiles of whole 64-row chunks and groups of four words");
+  const u32* words = reinterpret_cast<const u32*>(tile);
+  const int s = lane_id() / 4, q = lane_id() % 4;
+  for (int item = warp_id(); item < kItems; item += Cfg::threads / 32) {
+    const int k = item / (kWords / 4), wg = item % (kWords / 4);
+    float lo = 0.0f, hi = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kSumChunkRows / kSumSlices; ++j) {
+      const int r = k * kSumChunkRows + j * kSumSlices + s;
+      const u32 x = words[raw_chunk<kCPR>(r, wg) * 4 + q];
+      if constexpr (Cfg::in == InType::f32) {
+        lo += nx::bits_float(x);
+      } else if constexpr (Cfg::in == InType::bf16) {
+        lo += nx::bf16_to_float(static_cast<u16>(x & 0xffffu));
+        hi += nx::bf16_to_float(static_cast<u16>(x >> 16));
+      } else {
+        lo += nx::f16_to_float(static_cast<u16>(x & 0xffffu));
+        hi += nx::f16_to_float(static_cast<u16>(x >> 16));
+      }
+    }
+    lo = chunk_butterfly(lo);
+    if constexpr (kColsPerWord == 2) hi = chunk_butterfly(hi);
+    if (s == 0) {
+      const i64 chunk = i0 / kSumChunkRows + k, c = j0 + (wg * 4 + q) * kColsPerWord;
+      store_chunk_sum(a, chunk, c, lo);
+      if constexpr (kColsPerWord == 2) store_chunk_sum(a, chunk, c + 1, hi);
+    }
+  }
+}
+template <class Cfg>
+FP4JIT_DEV void tile_float_column_sums(const float* tile, const QuantizeArgs& a, i64 i0, i64 j0) {
+  constexpr int kPitch = Cfg::tile_cols + 1;
+  constexpr int kItems = (Cfg::tile_rows / kSumChunkRows) * (Cfg::tile_cols / 4);
+  static_assert(Cfg::tile_rows % kSumChunkRows == 0 && Cfg::tile_cols % 4 == 0,
+                "column sums: tiles of whole 64-row chunks and groups of four columns");
+  const int s = lane_id() / 4, q = lane_id() % 4;
+  for (int item = warp_id(); item < kItems; item += Cfg::threads / 32) {
+    const int k = item / (Cfg::tile_cols / 4), c = (item % (Cfg::tile_cols / 4)) * 4 + q;
+    float v = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kSumChunkRows / kSumSlices; ++j)
+      v += tile[(k * kSumChunkRows + j * kSumSlices + s) * kPitch + c];
+    v = chunk_butterfly(v);
+    if (s == 0) store_chunk_sum(a, i0 / kSumChunkRows + k, j0 + c, v);
+  }
 }
 
 // CTAs per SM asked of the register allocator on the raw path: 768 threads per SM (at most 85
@@ -542,6 +609,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     __syncthreads();
     const i64 i0 = at.i0(), j0 = at.j0();
     uint4* tile = ring + stage * kChunks;
+    if constexpr (Cfg::col_sums) tile_raw_column_sums<Cfg>(tile, a, i0, j0);
     const int tid = static_cast<int>(threadIdx.x);
     // The tile's units, for a tile whose units are all whole (inside both operands: no bounds
     // to check, stores of whole groups) or not.
@@ -690,6 +758,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     if constexpr (kRows) fill_column_scales<Cfg, RowOp, false>(row_col_scales, a.row, i0, j0);
     if constexpr (kCols) fill_column_scales<Cfg, ColOp, true>(col_col_scales, a.col, i0, j0);
     __syncthreads();
+    if constexpr (Cfg::col_sums) tile_float_column_sums<Cfg>(tile, a, i0, j0);
     // The next tile's loads fly while this one is quantized.
     if (t + gridDim.x < tiles) fetch(next_at.i0(), next_at.j0());
 
@@ -729,6 +798,11 @@ __global__ void __launch_bounds__(Cfg::threads, tile_min_blocks<Cfg>())
     quantize_tile(QuantizeArgs a) {
   static_assert(operand_ok<typename Cfg::RowOp>() && operand_ok<typename Cfg::ColOp>(),
                 "operand not supported by the CUDA kernels");
+  // Column sums are of the source as given: not of OCC-clamped tiles, not in a stats pass.
+  static_assert(!Cfg::col_sums || (Cfg::phase == Phase::quantize &&
+                                   !(Cfg::mode != Mode::cols && Cfg::RowOp::occ) &&
+                                   !(Cfg::mode != Mode::rows && Cfg::ColOp::occ)),
+                "column sums: quantize phase, no OCC");
   if constexpr (tile_raw_path<Cfg>()) {
     tile_raw<Cfg>(a);
   } else {

@@ -4,8 +4,11 @@
 // byte (codes, scales, tensor scale, amax, OCC residual lists), and dequantize and DGE.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -288,6 +291,142 @@ TEST_P(EmuDequantize, DgeMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuDequantize, testing::ValuesIn(emu::emu_recipes()),
                          [](const testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+// Column sums (QuantizeArgs::column_sums, a bias gradient): from the pair kernel's own tiles (the
+// raw path, the float path, tiles of two 64-row chunks), from a pass of their own (tiles of 32
+// rows, one operand alone), equal bit for bit to reference::column_sums rounded to the output
+// type; the quantized operands unchanged by them.
+class EmuColumnSums : public testing::TestWithParam<std::string> {};
+
+TEST_P(EmuColumnSums, PairAndAloneMatchReference) {
+  const Recipe recipe = parse_recipe(GetParam());
+  struct Variant {
+    InputKind kind;
+    DType in, out;
+    std::int64_t rows, cols;
+    int threads, tile_rows, tile_cols;  // quantize_tile config; 0: the heuristic's
+  };
+  const Variant variants[] = {
+      {InputKind::random, DType::bf16, DType::bf16, 200, 160, 0, 0, 0},
+      {InputKind::random, DType::f32, DType::f32, 130, 96, 0, 0, 0},
+      {InputKind::adversarial, DType::f16, DType::f32, 64, 128, 0, 0, 0},
+      {InputKind::random, DType::bf16, DType::f16, 320, 64, 256, 128, 64},
+      {InputKind::random, DType::bf16, DType::f32, 96, 128, 128, 32, 128},
+  };
+  // dY (a bias gradient's source); x where it clamps (OCC: the sums by a pass of their own).
+  std::vector<Role> roles{Role::dy};
+  if (recipe[Role::x].occ) roles.push_back(Role::x);
+  std::uint32_t seed = 40;
+  for (Role role : roles) {
+    const Role partner = transposed_copy(role);
+    const bool occ = recipe[role].occ || recipe[partner].occ;
+    for (const Variant& v : variants) {
+      const std::int64_t rows = round_up(v.rows, k_multiple(recipe, partner));
+      const std::int64_t cols = round_up(v.cols, k_multiple(recipe, role));
+      SCOPED_TRACE(fmt::format("{} {} {} [{}, {}] -> {}, tile {}x{}", name(role),
+                               input_kind_name(v.kind), name(v.in), rows, cols, name(v.out),
+                               v.tile_rows, v.tile_cols));
+      std::optional<codegen::TileConfig> config;
+      if (v.threads != 0) {
+        if (role != Role::dy) continue;  // the emulator holds these configs' dY pairs only
+        config = codegen::TileConfig{v.threads, v.tile_rows, v.tile_cols, 0};
+        try {
+          config->validate(&recipe[role], &recipe[partner], v.in);
+        } catch (const Error&) {
+          continue;  // a tile this recipe's operands cannot take
+        }
+      }
+      HostInput in = make_input(v.kind, v.in, rows, cols, ++seed, !occ);
+      QuantizeArgs args{seed * 31u, 0};
+      const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+      const QuantizedTensor ref = reference::quantize(recipe, role, in.values, ropt);
+      const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
+      std::vector<std::uint8_t> sums(static_cast<std::size_t>(cols * dtype_size(v.out)), kPoison);
+      args.column_sums = sums.data();
+      args.column_sums_dtype = v.out;
+      cuda::DeviceInfo device = kDevice;
+      device.tile_config = config ? &*config : nullptr;
+      HostOperand o(ref.layout, rows * cols), o_t(ref_t.layout, rows * cols);
+      run([&](cuda::Arena& a) {
+        QuantizedView q = o.view(), qt = o_t.view();
+        return cuda::plan_quantize(recipe, role, in.view(), q, &qt, args, device, a);
+      });
+      ASSERT_EQ(compare_column_sums(in.values, sums, v.out), "") << "pair";
+      ASSERT_EQ(compare(ref, o, recipe[role].occ), "") << "row-wise operand beside the sums";
+      ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "")
+          << "transposed operand beside the sums";
+      // One operand alone: the sums by a pass of their own.
+      std::fill(sums.begin(), sums.end(), kPoison);
+      HostOperand alone(ref.layout, rows * cols);
+      run([&](cuda::Arena& a) {
+        QuantizedView q = alone.view();
+        return cuda::plan_quantize(recipe, role, in.view(), q, nullptr, args, device, a);
+      });
+      ASSERT_EQ(compare_column_sums(in.values, sums, v.out), "") << "one operand";
+      ASSERT_EQ(compare(ref, alone, recipe[role].occ), "") << "one operand beside the sums";
+    }
+  }
+}
+
+// Which kernel sums the columns: the pair's tile kernel where it can, a pass of its own where
+// its tiles are not whole 64-row chunks or an operand clamps (OCC).
+TEST(EmuColumnSumsPlan, FusedWhereTheTilesAllow) {
+  QuantizeArgs args;
+  std::vector<std::uint8_t> sink(4);
+  args.column_sums = sink.data();
+  args.column_sums_dtype = DType::bf16;
+  const auto kernels = [&](const std::string& text, Role role, const codegen::TileConfig* cfg) {
+    const Recipe recipe = parse_recipe(text);
+    auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+    QuantizedView q;
+    q.codes = fake;
+    q.scales = fake;
+    q.tensor_scale = reinterpret_cast<float*>(fake);
+    q.residual_index = reinterpret_cast<std::int64_t*>(fake);
+    q.residual_value = reinterpret_cast<float*>(fake);
+    q.residual_count = reinterpret_cast<std::int64_t*>(fake);
+    q.residual_capacity = 1 << 20;
+    cuda::DeviceInfo device = kDevice;
+    device.tile_config = cfg;
+    cuda::Arena arena;
+    const TensorView in{fake, DType::bf16, 256, 256, 0};
+    std::vector<std::string> out;
+    for (const cuda::Step& s : cuda::plan_quantize(recipe, role, in, q, &q, args, device, arena))
+      if (const auto* l = std::get_if<cuda::Launch>(&s)) out.push_back(l->kernel.key_text);
+    return out;
+  };
+  const auto count = [](const std::vector<std::string>& keys, const std::string& what) {
+    return std::count_if(keys.begin(), keys.end(),
+                         [&](const std::string& k) { return k.find(what) != std::string::npos; });
+  };
+  for (const char* preset : {"mxfp4", "nvfp4", "tetrajet", "ue5m3"}) {
+    SCOPED_TRACE(preset);
+    const auto fused = kernels(preset, Role::dy, nullptr);
+    EXPECT_EQ(count(fused, "col_sums=on"), 1);
+    EXPECT_EQ(count(fused, "column_sums_partial"), 0);
+    EXPECT_EQ(count(fused, "column_sums_reduce"), 1);
+    codegen::TileConfig narrow;
+    narrow.threads = 128;
+    narrow.tile_rows = 32;
+    narrow.tile_cols = 128;
+    const auto apart = kernels(preset, Role::dy, &narrow);
+    EXPECT_EQ(count(apart, "col_sums=on"), 0);
+    EXPECT_EQ(count(apart, "column_sums_partial"), 1);
+    EXPECT_EQ(count(apart, "column_sums_reduce"), 1);
+  }
+  // msfp4's x pair clamps (OCC): the sums are of the source, by their own pass.
+  const auto occ = kernels("msfp4", Role::x, nullptr);
+  EXPECT_EQ(count(occ, "col_sums=on"), 0);
+  EXPECT_EQ(count(occ, "column_sums_partial"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, EmuColumnSums, testing::ValuesIn(emu::emu_recipes()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
                            for (char& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;

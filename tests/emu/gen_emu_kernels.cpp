@@ -55,6 +55,38 @@ int main(int argc, char** argv) {
   for (const std::string& text : emu::emu_recipes())
     for (auto& k : cuda::recipe_kernels(parse_recipe(text), "sm_90a", dtypes))
       if (seen.insert(k.key_text).second) all.push_back(std::move(k));
+  // The column-sum tests' own: dY pairs of BF16 on tiles of two 64-row chunks and of 32 rows
+  // (then a pass of their own), and the reduce into every output type.
+  for (const std::string& text : emu::emu_recipes()) {
+    const Recipe recipe = parse_recipe(text);
+    for (const codegen::TileConfig& cfg :
+         {codegen::TileConfig{256, 128, 64, 0}, codegen::TileConfig{128, 32, 128, 0}}) {
+      try {
+        cfg.validate(&recipe[Role::dy], &recipe[Role::dyt], DType::bf16);
+      } catch (const Error&) {
+        continue;
+      }
+      auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+      QuantizedView q;
+      q.codes = fake;
+      q.scales = fake;
+      q.tensor_scale = reinterpret_cast<float*>(fake);
+      QuantizeArgs sums;
+      sums.column_sums = fake;
+      cuda::DeviceInfo device{"sm_90a", 132};
+      device.tile_config = &cfg;
+      cuda::Arena arena;
+      const TensorView in{fake, DType::bf16, 256, 256, 0};
+      for (const cuda::Step& step :
+           cuda::plan_quantize(recipe, Role::dy, in, q, &q, sums, device, arena))
+        if (const auto* l = std::get_if<cuda::Launch>(&step))
+          if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
+    }
+  }
+  for (DType out : dtypes) {
+    codegen::KernelSource k = codegen::column_sums_reduce_kernel(out, "sm_90a");
+    if (seen.insert(k.key_text).second) all.push_back(std::move(k));
+  }
   std::set<std::string> headers;
   for (const auto& k : all) headers.insert(k.header);
   std::string includes = "#include \"tests/emu/cuda_shim.hpp\"\n";

@@ -93,7 +93,8 @@ struct Layer {
     e.linear_forward(r, xv, wv, nullptr, DType::f32, yv, 1, 2, saved.get(), fwd.get(), nullptr);
     e.linear_backward(r, shape.in, yv, saved.get(), bwd.get(),
                       TensorView{dx.get(), DType::bf16, shape.tokens, shape.in},
-                      TensorView{dw.get(), DType::bf16, shape.out, shape.in}, 3, nullptr);
+                      TensorView{dw.get(), DType::bf16, shape.out, shape.in}, nullptr, DType::f32,
+                      3, nullptr);
   }
   LinearShape shape;
   cuda::DeviceBuffer x, w, y, dx, dw, saved, fwd, bwd;

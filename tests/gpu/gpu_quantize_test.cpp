@@ -349,6 +349,64 @@ TEST(GpuQuantizeF8, ScaledSweepMatchesReference) {
   }
 }
 
+// Column sums (a bias gradient) beside dY's pair and beside one operand alone, on the device:
+// reference::column_sums' bits in every output type, the operands unchanged by them.
+class GpuColumnSums : public testing::TestWithParam<std::string> {};
+TEST_P(GpuColumnSums, PairAndAloneMatchReference) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe(GetParam());
+  struct Variant {
+    InputKind kind;
+    DType in, out;
+    std::int64_t rows, cols, pad;
+  };
+  const Variant variants[] = {{InputKind::random, DType::bf16, DType::bf16, 1000, 768, 0},
+                              {InputKind::random, DType::f32, DType::f32, 130, 320, 0},
+                              {InputKind::adversarial, DType::f16, DType::f32, 200, 192, 8},
+                              {InputKind::random, DType::bf16, DType::f16, 4096, 1024, 1}};
+  std::uint32_t seed = 500;
+  for (const Variant& v : variants) {
+    const std::int64_t rows = round_up(v.rows, k_multiple(recipe, Role::dyt));
+    const std::int64_t cols = round_up(v.cols, k_multiple(recipe, Role::dy));
+    SCOPED_TRACE(fmt::format("{} {} [{}, {}] pad {} -> {}", input_kind_name(v.kind), name(v.in),
+                             rows, cols, v.pad, name(v.out)));
+    HostInput in = make_input(v.kind, v.in, rows, cols, ++seed, true);
+    DeviceInput din(in, v.pad);
+    QuantizeArgs args{seed * 131u, 0};
+    const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+    const QuantizedTensor ref = reference::quantize(recipe, Role::dy, in.values, ropt);
+    const QuantizedTensor ref_t = reference::quantize(recipe, Role::dyt, in.values, ropt);
+    const std::size_t bytes = static_cast<std::size_t>(cols * dtype_size(v.out));
+    std::vector<std::uint8_t> sums(bytes, kPoison);
+    cuda::DeviceBuffer dsums(bytes);
+    for (const bool pair : {true, false}) {
+      dsums.upload(sums.data(), bytes);
+      args.column_sums = dsums.get();
+      args.column_sums_dtype = v.out;
+      HostOperand out(ref.layout, rows * cols), out_t(ref_t.layout, rows * cols);
+      DeviceOperand dout(out), dout_t(out_t);
+      if (pair)
+        engine.quantize_pair(recipe, Role::dy, din.view, dout.view(), dout_t.view(), args);
+      else
+        engine.quantize(recipe, Role::dy, din.view, dout.view(), args);
+      Gpu::get()->scope.synchronize();
+      std::vector<std::uint8_t> got(bytes);
+      dsums.download(got.data(), bytes);
+      dout.download(out);
+      const char* what = pair ? "pair" : "one operand";
+      ASSERT_EQ(compare_column_sums(in.values, got, v.out), "") << what;
+      ASSERT_EQ(compare(ref, out, false), "") << what;
+      if (pair) {
+        dout_t.download(out_t);
+        ASSERT_EQ(compare(ref_t, out_t, false), "") << what;
+      }
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Recipes, GpuColumnSums,
+                         testing::Values("mxfp4", "nvfp4", "tetrajet", "ue5m3", "msfp4"),
+                         [](const testing::TestParamInfo<std::string>& p) { return p.param; });
+
 class GpuDequantize : public testing::TestWithParam<std::string> {};
 
 TEST_P(GpuDequantize, MatchesReference) {

@@ -9,6 +9,8 @@
 
 #include "numerics/common.cuh"
 #include "numerics/minifloat.cuh"
+#include "reference/reference.hpp"
+#include "runtime/host_tensor.hpp"
 
 namespace fp4jit::test {
 
@@ -194,6 +196,28 @@ Shape shape_for(const Recipe& recipe, Role role, std::int64_t free_dim, std::int
   const std::int64_t kk = (min_k + k - 1) / k * k;
   if (role_info(role).transposed) return {kk, free_dim};
   return {free_dim, kk};
+}
+
+std::string compare_column_sums(const Matrix<float>& values, const std::vector<std::uint8_t>& got,
+                                DType dtype) {
+  const std::vector<float> ref = reference::column_sums(values);
+  Matrix<float> want(1, values.cols);
+  want.data = ref;
+  std::vector<std::uint8_t> want_bytes(got.size());
+  from_matrix(want, TensorView{want_bytes.data(), dtype, 1, values.cols, 0});
+  const Matrix<float> g =
+      to_matrix(TensorView{const_cast<std::uint8_t*>(got.data()), dtype, 1, values.cols, 0});
+  const Matrix<float> w = to_matrix(TensorView{want_bytes.data(), dtype, 1, values.cols, 0});
+  for (std::int64_t c = 0; c < values.cols; ++c) {
+    const bool both_nan = std::isnan(g(0, c)) && std::isnan(w(0, c));
+    std::uint32_t gb, wb;
+    std::memcpy(&gb, &g.data[c], 4);
+    std::memcpy(&wb, &w.data[c], 4);
+    if (!both_nan && gb != wb)
+      return fmt::format("column {}: got {} ({:08x}), reference {} ({:08x})", c, g(0, c), gb,
+                         w(0, c), wb);
+  }
+  return "";
 }
 
 }  // namespace fp4jit::test

@@ -53,4 +53,9 @@ struct Shape {
 std::int64_t k_multiple(const Recipe& recipe, Role role);
 Shape shape_for(const Recipe& recipe, Role role, std::int64_t free_dim, std::int64_t min_k);
 
+// Column sums of `values` from a kernel (`got`: cols elements of dtype) against
+// reference::column_sums rounded to dtype: "" when every one has the same bits (NaN: any NaN).
+std::string compare_column_sums(const Matrix<float>& values, const std::vector<std::uint8_t>& got,
+                                DType dtype);
+
 }  // namespace fp4jit::test

@@ -296,6 +296,59 @@ class LinearStep(unittest.TestCase):
                                     scratch=aligned_bytes(b.forward_scratch_bytes))
                 np.testing.assert_array_equal(y_inf, y_ref)
 
+    def test_bias_gradient_in_the_fixed_order(self):
+        """db from linear_backward: dY's column sums in FP32, in the order every backend follows
+        (64-row chunks of eight interleaved slices), rounded once to db's dtype."""
+
+        def fixed_order_sums(m):
+            rows = m.shape[0]
+            chunks = -(-rows // 64)
+            padded = np.zeros((chunks * 64, m.shape[1]), dtype=np.float32)
+            padded[:rows] = m
+            parts = []
+            for k in range(chunks):
+                slices = []
+                for s in range(8):
+                    acc = np.zeros(m.shape[1], dtype=np.float32)
+                    for j in range(8):
+                        acc = acc + padded[64 * k + 8 * j + s]
+                    slices.append(acc)
+                a = [slices[i] + slices[i + 4] for i in range(4)]
+                parts.append((a[0] + a[2]) + (a[1] + a[3]))
+            total = np.zeros(m.shape[1], dtype=np.float32)
+            for g in range(8):
+                acc = np.zeros(m.shape[1], dtype=np.float32)
+                for k in range(g, chunks, 8):
+                    acc = acc + parts[k]
+                total = total + acc
+            return total
+
+        tokens = 224  # three whole 64-row chunks and a partial one
+        x, w = sample(tokens, self.fin, 30), sample(self.fout, self.fin, 31, False) * 0.1
+        dy = sample(tokens, self.fout, 32) * np.float32(1000.0)  # sums that round
+        want = fixed_order_sums(dy)
+        self.assertFalse(np.array_equal(want, dy.sum(axis=0, dtype=np.float32)),
+                         "the check must tell the fixed order from NumPy's own")
+        r = fp4jit.Recipe("mxfp4")
+        b = HOST.linear_buffers(r, tokens, self.fin, self.fout)
+        saved = aligned_bytes(b.saved_bytes)
+        y = np.empty((tokens, self.fout), dtype=np.float32)
+        HOST.linear_forward(r, x, w, y, seed_x=1, seed_w=2, saved=saved,
+                            scratch=aligned_bytes(b.forward_scratch_bytes))
+        dw_ref = np.full((self.fout, self.fin), np.nan, dtype=np.float32)
+        HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dw=dw_ref, seed_dy=3)
+        for dtype in (np.float32, np.float16):
+            with self.subTest(dtype=dtype.__name__):
+                db = np.full(self.fout, np.nan, dtype=dtype)
+                dw = np.full_like(dw_ref, np.nan)
+                HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dw=dw,
+                                     seed_dy=3, db=db)
+                np.testing.assert_array_equal(db, want.astype(dtype))
+                np.testing.assert_array_equal(dw, dw_ref)  # the sums leave the gradients alone
+        with self.assertRaisesRegex(fp4jit.Error, "bias gradient dB: must be a contiguous vector of 96"):
+            HOST.linear_backward(r, self.fin, dy, saved, aligned_bytes(b.backward_scratch_bytes), dw=dw_ref,
+                                 db=np.empty(95, dtype=np.float32))
+
     def test_errors(self):
         x, w, dy, bias = self.operands()
         with self.assertRaisesRegex(fp4jit.Error, "OCC") as cm:

@@ -171,7 +171,8 @@ class Training(unittest.TestCase):
 
     def test_one_call_step_equals_per_operation_calls(self):
         """The layer's one-call-each-way path (Engine.linear_forward / linear_backward) and its
-        per-operation path (quantize_pair + gemm) give the same bytes, ragged tokens included."""
+        per-operation path (quantize_pair + gemm) give the same bytes, ragged tokens included, but
+        for the bias gradient (each path's own order of FP32 sums)."""
         for device in DEVICES:
             for preset in ("mxfp4", "nvfp4", "tetrajet", "ue5m3"):
                 with self.subTest(device=device, preset=preset):
@@ -189,8 +190,11 @@ class Training(unittest.TestCase):
                         y = layer(xi)
                         y.backward(dy)
                         got.append((y.detach(), xi.grad, layer.weight.grad, layer.bias.grad))
-                    for what, a, b in zip(("y", "dx", "dw", "db"), got[0], got[1]):
+                    for what, a, b in zip(("y", "dx", "dw"), got[0], got[1]):
                         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=what)
+                    # db: the fused step sums dY's columns in fp4jit's fixed order (from its
+                    # quantize pass), the split one with PyTorch's own sum.
+                    torch.testing.assert_close(got[0][3], got[1][3], rtol=1e-5, atol=1e-5, msg="db")
 
     def test_convert_keeps_parameters_and_named_layers(self):
         device = DEVICES[-1]
