@@ -276,11 +276,27 @@ FP4JIT_DEV int raw_chunk(int r, int c) {
 // quantization writes the tile back; rows and columns past the source are zero in it). One warp
 // per (chunk, four columns or column words): lane 4 s + q sums slice s (rows s, s + 8, ..., s +
 // 56) of its column, the butterfly adds the slices, lanes 0-3 store. On the raw path the eight
-// slices' rows share their swizzle in pairs (2r mod 8): two-way bank conflicts, no barrier.
+// slices' rows share their swizzle in pairs (2r mod 8): two-way bank conflicts, no barrier; the
+// warps kWarp0 .. kWarp0 + kWarps - 1 take the items (tile_sum_warps: those the units leave
+// idle, where there are any).
 FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v) {
   if (chunk * kSumChunkRows < a.rows && c < a.cols) a.col_sums[chunk * a.cols + c] = v;
 }
-template <class Cfg>
+// The warps that sum a raw tile's columns: in mode both (half the CTA on each operand) those of
+// a half that its operand's units leave idle (the transposed operand's 1 x 32 groups on 512
+// threads fill half of its 8 warps, whose units take twice the row-wise ones' work), else all.
+struct WarpRange {
+  int first, count;
+};
+FP4JIT_CONSTEXPR WarpRange sum_warps(int warps, bool halves, int col_units, int row_units) {
+  if (halves) {
+    const int half = warps / 2, col_busy = (col_units + 31) / 32, row_busy = (row_units + 31) / 32;
+    if (col_busy < half) return WarpRange{col_busy, half - col_busy};
+    if (row_busy < half) return WarpRange{half + row_busy, half - row_busy};
+  }
+  return WarpRange{0, warps};
+}
+template <class Cfg, int kWarp0, int kWarps>
 FP4JIT_DEV void tile_raw_column_sums(const uint4* tile, const QuantizeArgs& a, i64 i0, i64 j0) {
   constexpr int kEsz = in_size(Cfg::in);
   constexpr int kCPR = Cfg::tile_cols * kEsz / 16;
@@ -291,7 +307,9 @@ FP4JIT_DEV void tile_raw_column_sums(const uint4* tile, const QuantizeArgs& a, i
                 "column sums: tiles of whole 64-row chunks and groups of four words");
   const u32* words = reinterpret_cast<const u32*>(tile);
   const int s = lane_id() / 4, q = lane_id() % 4;
-  for (int item = warp_id(); item < kItems; item += Cfg::threads / 32) {
+  const int first = warp_id() - kWarp0;
+  if (first < 0 || first >= kWarps) return;
+  for (int item = first; item < kItems; item += kWarps) {
     const int k = item / (kWords / 4), wg = item % (kWords / 4);
     float lo = 0.0f, hi = 0.0f;
 #pragma unroll
@@ -379,6 +397,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   [[maybe_unused]] constexpr int kColUnits =
       kCols ? kWordsPerRow * (kTM / kGC) : 0;  // a column word's row group
   constexpr int kColsPerWord = 4 / kEsz;
+  constexpr WarpRange kSumWarps = sum_warps(
+      Cfg::threads / 32, kRows && kCols && !tile_raw_requant<Cfg>(), kColUnits, kRowUnits);
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
   const TilePass<Cfg> pass(a);
@@ -609,7 +629,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     __syncthreads();
     const i64 i0 = at.i0(), j0 = at.j0();
     uint4* tile = ring + stage * kChunks;
-    if constexpr (Cfg::col_sums) tile_raw_column_sums<Cfg>(tile, a, i0, j0);
+    if constexpr (Cfg::col_sums)
+      tile_raw_column_sums<Cfg, kSumWarps.first, kSumWarps.count>(tile, a, i0, j0);
     const int tid = static_cast<int>(threadIdx.x);
     // The tile's units, for a tile whose units are all whole (inside both operands: no bounds
     // to check, stores of whole groups) or not.

@@ -316,6 +316,9 @@ TEST_P(EmuColumnSums, PairAndAloneMatchReference) {
       {InputKind::adversarial, DType::f16, DType::f32, 64, 128, 0, 0, 0},
       {InputKind::random, DType::bf16, DType::f16, 320, 64, 256, 128, 64},
       {InputKind::random, DType::bf16, DType::f32, 96, 128, 128, 32, 128},
+      // threads -1: the heuristic's config for a large source (512 threads for most pairs, where
+      // the warps the units leave idle sum the columns).
+      {InputKind::random, DType::bf16, DType::bf16, 192, 256, -1, 0, 0},
   };
   // dY (a bias gradient's source); x where it clamps (OCC: the sums by a pass of their own).
   std::vector<Role> roles{Role::dy};
@@ -331,7 +334,10 @@ TEST_P(EmuColumnSums, PairAndAloneMatchReference) {
                                input_kind_name(v.kind), name(v.in), rows, cols, name(v.out),
                                v.tile_rows, v.tile_cols));
       std::optional<codegen::TileConfig> config;
-      if (v.threads != 0) {
+      if (v.threads < 0) {
+        config = codegen::default_tile_config(&recipe[role], &recipe[partner], v.in,
+                                              std::int64_t{1} << 28);
+      } else if (v.threads != 0) {
         if (role != Role::dy) continue;  // the emulator holds these configs' dY pairs only
         config = codegen::TileConfig{v.threads, v.tile_rows, v.tile_cols, 0};
         try {
@@ -425,8 +431,8 @@ TEST(EmuColumnSumsPlan, FusedWhereTheTilesAllow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuColumnSums, testing::ValuesIn(emu::emu_recipes()),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;
+                         [](const testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
                            for (char& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
