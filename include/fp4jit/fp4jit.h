@@ -340,7 +340,9 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4
                                                 uint64_t seed_dy, void* stream);
 /* The same, and db [out] (float32, bfloat16 or float16; NULL: not computed): the bias gradient,
  * dY's column sums, taken from dY's quantize pass (no pass of its own where the kernel allows):
- * FP32 additions in a fixed order, rounded once to db's dtype; the same bits on every backend. */
+ * FP32 additions in a fixed order (64-row chunks of eight interleaved slices, see
+ * templates/quantize/column_sums.cuh), rounded once to db's dtype; the same bits on every
+ * backend. */
 FP4JIT_API fp4jit_status fp4jit_linear_backward_bias(
     fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in, const fp4jit_tensor* dy,
     const void* saved, void* scratch, const fp4jit_tensor* dx, const fp4jit_tensor* dw,

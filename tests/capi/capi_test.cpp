@@ -303,6 +303,36 @@ struct AlignedBytes {
   uint8_t* p;
 };
 
+// Column sums in the order fp4jit documents (templates/quantize/column_sums.cuh): 64-row chunks
+// of eight interleaved slices, a fixed tree over the slices, a fixed reduce over the chunks.
+std::vector<float> fixed_order_column_sums(const std::vector<float>& m, int64_t rows,
+                                           int64_t cols) {
+  const int64_t chunks = (rows + 63) / 64;
+  std::vector<float> out(cols);
+  for (int64_t c = 0; c < cols; ++c) {
+    std::vector<float> part(chunks);
+    for (int64_t k = 0; k < chunks; ++k) {
+      float sl[8];
+      for (int64_t s = 0; s < 8; ++s) {
+        sl[s] = 0.0f;
+        for (int64_t j = 0; j < 8; ++j) {
+          const int64_t r = 64 * k + 8 * j + s;
+          sl[s] += r < rows ? m[r * cols + c] : 0.0f;
+        }
+      }
+      part[k] = ((sl[0] + sl[4]) + (sl[2] + sl[6])) + ((sl[1] + sl[5]) + (sl[3] + sl[7]));
+    }
+    float sum = 0.0f;
+    for (int64_t g = 0; g < 8; ++g) {
+      float acc = 0.0f;
+      for (int64_t k = g; k < chunks; k += 8) acc += part[k];
+      sum += acc;
+    }
+    out[c] = sum;
+  }
+  return out;
+}
+
 TEST(CApi, LinearStepEqualsPerOperationCalls) {
   for (const char* text : {"nvfp4", "tetrajet"}) {  // SR on dY; double quantization
     SCOPED_TRACE(text);
@@ -356,6 +386,23 @@ TEST(CApi, LinearStepEqualsPerOperationCalls) {
     EXPECT_EQ(y.data, y_ref.data);
     EXPECT_EQ(dx.data, dx_ref.data);
     EXPECT_EQ(dw.data, dw_ref.data);
+    // With the bias gradient: dY's column sums in the fixed order, the gradients unchanged.
+    std::vector<float> db(out, -1.0f);
+    fp4jit_tensor db_t{db.data(), FP4JIT_FLOAT32, 1, bias_shape, nullptr, FP4JIT_DEVICE_CPU, 0};
+    Matrix dx2(t, in), dw2(out, in);
+    ASSERT_EQ(fp4jit_linear_backward_bias(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx2.t, &dw2.t,
+                                          &db_t, 9, nullptr),
+              FP4JIT_OK)
+        << fp4jit_last_error();
+    EXPECT_EQ(dx2.data, dx_ref.data);
+    EXPECT_EQ(dw2.data, dw_ref.data);
+    EXPECT_EQ(db, fixed_order_column_sums(dy.data, t, out));
+    int64_t short_shape[1] = {out - 1};
+    fp4jit_tensor db_short{db.data(), FP4JIT_FLOAT32, 1, short_shape, nullptr, FP4JIT_DEVICE_CPU,
+                           0};
+    expect_error(fp4jit_linear_backward_bias(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx2.t, nullptr,
+                                             &db_short, 9, nullptr),
+                 FP4JIT_ERROR_INVALID_ARGUMENT, "bias gradient dB: must be a contiguous vector");
 
     // Bad buffers and shapes, named.
     expect_error(fp4jit_linear_forward(eng, r.r, &x.t, &w.t, nullptr, &y.t, 7, 8, saved.p,
