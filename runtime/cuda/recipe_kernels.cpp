@@ -62,6 +62,11 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
       }
     }
   }
+  // The column sums' reduce into any bias type (an FP32 bias beside 16-bit activations, say).
+  for (DType bias_type : {DType::f32, DType::bf16, DType::f16}) {
+    codegen::KernelSource k = codegen::column_sums_reduce_kernel(bias_type, target);
+    if (seen.insert(k.key_text).second) out.push_back(std::move(k));
+  }
   return out;
 }
 

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     for (auto& k : cuda::recipe_kernels(parse_recipe(text), "sm_90a", dtypes))
       if (seen.insert(k.key_text).second) all.push_back(std::move(k));
   // The column-sum tests' own: dY pairs of BF16 on tiles of two 64-row chunks and of 32 rows
-  // (then a pass of their own), and the reduce into every output type.
+  // (then a pass of their own).
   for (const std::string& text : emu::emu_recipes()) {
     const Recipe recipe = parse_recipe(text);
     for (const codegen::TileConfig& cfg :
@@ -82,10 +82,6 @@ int main(int argc, char** argv) {
         if (const auto* l = std::get_if<cuda::Launch>(&step))
           if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
     }
-  }
-  for (DType out : dtypes) {
-    codegen::KernelSource k = codegen::column_sums_reduce_kernel(out, "sm_90a");
-    if (seen.insert(k.key_text).second) all.push_back(std::move(k));
   }
   std::set<std::string> headers;
   for (const auto& k : all) headers.insert(k.header);

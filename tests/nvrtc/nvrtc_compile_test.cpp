@@ -70,8 +70,10 @@ TEST_P(PresetCompiles, EveryKernelCompiles) {
     EXPECT_FALSE(k.from_cache);
     ops.insert(k.op);
   }
-  // Row-wise, transposed and pair quantization and dequantize are there for every preset.
+  // Row-wise, transposed and pair quantization and dequantize are there for every preset, and
+  // dY's column sums (a linear layer's bias gradient) beside its pair or in their own pass.
   EXPECT_TRUE(ops.count("quantize_rows") && ops.count("quantize_tile") && ops.count("dequantize"));
+  EXPECT_TRUE(ops.count("column_sums_partial") && ops.count("column_sums_reduce"));
   if (recipe[Role::x].occ) {
     EXPECT_TRUE(ops.count("occ_select") && ops.count("occ_scan") && ops.count("occ_chunk_scan") &&
                 ops.count("occ_write"));
