@@ -143,7 +143,12 @@ TEST(Stubs, AreTinyAndNamed) {
   const Recipe recipe = parse_recipe("nvfp4");
   for (const auto& k : cuda::recipe_kernels(recipe, "sm_90a", std::array<DType, 1>{DType::bf16})) {
     const std::string src = k.source();
-    EXPECT_NE(src.find("#include \"quantize/" + k.op), std::string::npos) << src;
+    // The stub includes its template's header (quantize/<op>.cuh, or the family's header that
+    // holds several ops: quantize/column_sums.cuh's partial and reduce).
+    EXPECT_EQ(k.header.rfind("quantize/", 0), 0u) << k.header;
+    EXPECT_EQ(k.op.rfind(k.header.substr(9, k.header.size() - 9 - 4), 0), 0u)
+        << k.op << " is not in " << k.header;
+    EXPECT_NE(src.find("#include \"" + k.header + "\""), std::string::npos) << src;
     EXPECT_NE(src.find("template __global__ void fp4jit::kern::" + k.op + "<Config>"),
               std::string::npos)
         << src;
