@@ -284,7 +284,9 @@ FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v
 }
 // The warps that sum a raw tile's columns: in mode both (half the CTA on each operand) those of
 // a half that its operand's units leave idle (the transposed operand's 1 x 32 groups on 512
-// threads fill half of its 8 warps, whose units take twice the row-wise ones' work), else all.
+// threads fill half of its 8 warps, whose units take twice the row-wise ones' work), else the
+// row-wise operand's half (the transposed operand's units read column words and carry the
+// wgrad operands' Hadamard transforms: the heavier half); else, one operand, all.
 struct WarpRange {
   int first, count;
 };
@@ -293,6 +295,7 @@ FP4JIT_CONSTEXPR WarpRange sum_warps(int warps, bool halves, int col_units, int 
     const int half = warps / 2, col_busy = (col_units + 31) / 32, row_busy = (row_units + 31) / 32;
     if (col_busy < half) return WarpRange{col_busy, half - col_busy};
     if (row_busy < half) return WarpRange{half + row_busy, half - row_busy};
+    return WarpRange{half, half};
   }
   return WarpRange{0, warps};
 }
