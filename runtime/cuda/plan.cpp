@@ -86,15 +86,7 @@ class Planner {
   template <class A>
   void launch(codegen::KernelSource kernel, i64 grid, int block, const A& args, i64 bytes,
               bool persistent = false) {
-    Launch l;
-    l.persistent = persistent;
-    l.kernel = std::move(kernel);
-    l.grid = static_cast<std::uint32_t>(std::clamp<i64>(grid, 1, 0x7fffffff));
-    l.block = static_cast<std::uint32_t>(block);
-    l.args.resize(sizeof(A));
-    std::memcpy(l.args.data(), &args, sizeof(A));
-    l.bytes = bytes;
-    plan_.push_back(std::move(l));
+    plan_.push_back(make_launch(std::move(kernel), grid, block, args, bytes, persistent));
   }
   i64 stream_grid(i64 ctas) const {
     return std::min<i64>(ctas, static_cast<i64>(device_.sm_count) * 32);
@@ -112,16 +104,19 @@ class Planner {
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
                      const QuantizedView& out, const float* amax_in, kern::OperandOut& o);
-  // sums_partial (quantize phase): also the source's column sums per 64-row chunk, by the tile
-  // kernel where its config allows, else by a pass of their own before it.
+  // sums_partial (a tile kernel's quantize phase): also the source's column sums per 64-row
+  // chunk, by the tile kernel where its config allows, else by a pass of their own before it.
   void pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
             const TensorView& in, kern::Phase phase, bool requant, kern::QuantizeArgs a, i64 bytes,
             float* sums_partial = nullptr);
-  // Column sums (QuantizeArgs::column_sums): scratch for the per-chunk sums, the standalone
-  // pass that fills it, and the reduce into the caller's vector.
-  float* sums_scratch(const TensorView& in, const QuantizeArgs& qa);
-  void sums_pass(const TensorView& in, float* partial);
-  void sums_reduce(const TensorView& in, const float* partial, const QuantizeArgs& qa);
+  // Column sums (QuantizeArgs::column_sums): scratch for the per-chunk sums (null when none are
+  // asked for), and the reduce into the caller's vector.
+  float* sums_scratch(const TensorView& in, const QuantizeArgs& qa) {
+    return qa.column_sums == nullptr ? nullptr : arena_.take<float>(column_sums_scratch_floats(in));
+  }
+  void sums_reduce(const TensorView& in, const float* partial, const QuantizeArgs& qa) {
+    plan_.push_back(column_sums_reduce(in, partial, qa.column_sums, qa.column_sums_dtype, device_));
+  }
   void quantize_op(const KernelOperand& op, const TensorView& in, const QuantizedView& out,
                    const QuantizeArgs& qa, const float* amax_in);
 
@@ -240,40 +235,9 @@ bool Planner::prepare_stats(const KernelOperand& op, bool tile_kernel, const Qua
   return true;
 }
 
-float* Planner::sums_scratch(const TensorView& in, const QuantizeArgs& qa) {
-  if (qa.column_sums == nullptr) return nullptr;
-  return arena_.take<float>(ceil_div(in.rows, kern::kSumChunkRows) * in.cols);
-}
-
-void Planner::sums_pass(const TensorView& in, float* partial) {
-  kern::ColumnSumsArgs s{};
-  s.in = in.data;
-  s.partial = partial;
-  s.rows = in.rows;
-  s.cols = in.cols;
-  s.stride = stride_of(in);
-  const i64 chunks = ceil_div(in.rows, kern::kSumChunkRows);
-  launch(codegen::column_sums_partial_kernel(in.dtype, device_.target),
-         std::min<i64>(chunks * ceil_div(in.cols, 256), 1 << 20), 256, s,
-         in.rows * in.cols * dtype_size(in.dtype) + chunks * in.cols * 4);
-}
-
-void Planner::sums_reduce(const TensorView& in, const float* partial, const QuantizeArgs& qa) {
-  kern::ColumnSumsArgs s{};
-  s.partial = const_cast<float*>(partial);
-  s.out = qa.column_sums;
-  s.rows = in.rows;
-  s.cols = in.cols;
-  const i64 chunks = ceil_div(in.rows, kern::kSumChunkRows);
-  launch(codegen::column_sums_reduce_kernel(qa.column_sums_dtype, device_.target),
-         std::min<i64>(ceil_div(in.cols, 32), 1 << 20), 256, s,
-         chunks * in.cols * 4 + in.cols * dtype_size(qa.column_sums_dtype));
-}
-
 void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile_kernel,
                    const TensorView& in, kern::Phase phase, bool requant, kern::QuantizeArgs a,
                    i64 bytes, float* sums_partial) {
-  if (sums_partial != nullptr && !tile_kernel) sums_pass(in, sums_partial);
   if (!tile_kernel) {
     codegen::RowsConfig cfg = codegen::default_rows_config(row->spec, in.dtype);
     if (device_.rows_config != nullptr) {
@@ -313,7 +277,7 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
     if (fused_sums)
       a.col_sums = sums_partial;
     else
-      sums_pass(in, sums_partial);
+      plan_.push_back(column_sums_pass(in, sums_partial, device_));
   }
   // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
@@ -359,7 +323,7 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
 void Planner::quantize(Role role, const TensorView& in, const QuantizedView& out,
                        const QuantizeArgs& qa) {
   if (float* partial = sums_scratch(in, qa)) {  // one operand: its kernels read the source apart
-    sums_pass(in, partial);
+    plan_.push_back(column_sums_pass(in, partial, device_));
     sums_reduce(in, partial, qa);
   }
   const OperandSpec& s = recipe_[role];

@@ -6,7 +6,9 @@
 // Scratch memory comes from an Arena: a first, counting run of the planner sizes it; the executor
 // allocates that much (stream-ordered) and runs the planner again with the real base address.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -72,6 +74,30 @@ struct Memset {
 };
 using Step = std::variant<Launch, Memset>;
 using Plan = std::vector<Step>;
+
+// A launch of `kernel` on `grid` (clamped to [1, 2^31 - 1]) CTAs of `block` threads, its argument
+// struct copied by value.
+template <class A>
+Launch make_launch(codegen::KernelSource kernel, std::int64_t grid, int block, const A& args,
+                   std::int64_t bytes, bool persistent = false) {
+  Launch l;
+  l.persistent = persistent;
+  l.kernel = std::move(kernel);
+  l.grid = static_cast<std::uint32_t>(std::clamp<std::int64_t>(grid, 1, 0x7fffffff));
+  l.block = static_cast<std::uint32_t>(block);
+  l.args.resize(sizeof(A));
+  std::memcpy(l.args.data(), &args, sizeof(A));
+  l.bytes = bytes;
+  return l;
+}
+
+// Column sums of `in` (QuantizeArgs::column_sums, plan_sums.cpp): the floats of the per-chunk
+// scratch, the pass of their own that fills it (where no quantize kernel sums as it goes), and
+// the reduce of the chunks into `out` [in.cols] of out_dtype.
+std::int64_t column_sums_scratch_floats(const TensorView& in);
+Launch column_sums_pass(const TensorView& in, float* partial, const DeviceInfo& device);
+Launch column_sums_reduce(const TensorView& in, const float* partial, void* out, DType out_dtype,
+                          const DeviceInfo& device);
 
 // Quantizes `role` (mode rows or cols, from role_info(role).transposed), or with `out_t` the
 // pair (role, its transposed partner) from one read (mode both).

@@ -398,8 +398,8 @@ TEST(CApi, LinearStepEqualsPerOperationCalls) {
     EXPECT_EQ(dw2.data, dw_ref.data);
     EXPECT_EQ(db, fixed_order_column_sums(dy.data, t, out));
     int64_t short_shape[1] = {out - 1};
-    fp4jit_tensor db_short{db.data(), FP4JIT_FLOAT32, 1, short_shape, nullptr, FP4JIT_DEVICE_CPU,
-                           0};
+    fp4jit_tensor db_short{db.data(), FP4JIT_FLOAT32,    1, short_shape,
+                           nullptr,   FP4JIT_DEVICE_CPU, 0};
     expect_error(fp4jit_linear_backward_bias(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx2.t, nullptr,
                                              &db_short, 9, nullptr),
                  FP4JIT_ERROR_INVALID_ARGUMENT, "bias gradient dB: must be a contiguous vector");

@@ -44,11 +44,8 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string n = info.param.recipe + "_" + std::string(name(info.param.role)) +
-                  (info.param.pair ? "_pair" : "");
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
+  return test_name(info.param.recipe + "_" + std::string(name(info.param.role)) +
+                   (info.param.pair ? "_pair" : ""));
 }
 
 std::vector<Case> all_cases() {
@@ -290,10 +287,7 @@ TEST_P(EmuDequantize, DgeMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuDequantize, testing::ValuesIn(emu::emu_recipes()),
                          [](const testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
+                           return test_name(p.param);
                          });
 
 // Column sums (QuantizeArgs::column_sums, a bias gradient): from the pair kernel's own tiles (the
@@ -432,10 +426,7 @@ TEST(EmuColumnSumsPlan, FusedWhereTheTilesAllow) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, EmuColumnSums, testing::ValuesIn(emu::emu_recipes()),
                          [](const testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
+                           return test_name(p.param);
                          });
 
 }  // namespace

@@ -117,11 +117,8 @@ std::vector<Case> all_cases() {
   return out;
 }
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string n = info.param.recipe + "_" + std::string(name(info.param.role)) +
-                  (info.param.pair ? "_pair" : "");
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
+  return test_name(info.param.recipe + "_" + std::string(name(info.param.role)) +
+                   (info.param.pair ? "_pair" : ""));
 }
 std::int64_t round_up(std::int64_t v, std::int64_t m) {
   return (v + m - 1) / m * m;
@@ -467,10 +464,7 @@ TEST_P(GpuDequantize, DgeMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, GpuDequantize, testing::ValuesIn(emu::emu_recipes()),
                          [](const testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
+                           return test_name(p.param);
                          });
 
 TEST(GpuEngine, DescribesTheDeviceAndRejectsHostPointers) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -218,6 +219,12 @@ std::string compare_column_sums(const Matrix<float>& values, const std::vector<s
                          w(0, c), wb);
   }
   return "";
+}
+
+std::string test_name(std::string text) {
+  for (char& ch : text)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return text;
 }
 
 }  // namespace fp4jit::test

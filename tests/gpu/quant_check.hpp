@@ -58,4 +58,7 @@ Shape shape_for(const Recipe& recipe, Role role, std::int64_t free_dim, std::int
 std::string compare_column_sums(const Matrix<float>& values, const std::vector<std::uint8_t>& got,
                                 DType dtype);
 
+// `text` as a test name: every character but letters and digits becomes '_'.
+std::string test_name(std::string text);
+
 }  // namespace fp4jit::test
