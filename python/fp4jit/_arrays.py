@@ -111,6 +111,35 @@ def _torch_view(t, what):
     return View(t.data_ptr(), name, t.shape, t.stride(), device, index, t)
 
 
+# Templates of fp4jit_tensor structs by (dtype, shape, strides, device) of PyTorch tensors: the
+# struct bytes with a null data pointer, and the shape and stride arrays they point into (kept
+# for good: a struct copied from a template may be in use on another thread). A layer
+# sees a handful of such keys; past the limit, new keys take the full view each time.
+_TORCH_TEMPLATES = {}
+_TORCH_TEMPLATE_LIMIT = 1024
+
+
+def torch_struct(t, what):
+    """The fp4jit_tensor struct of PyTorch tensor `t`, as view(t).struct, for a library call made
+    at once (the caller keeps t alive): a copy of a template made the first time its dtype,
+    shape, strides and device were seen, with t's data pointer. About a tenth of view()'s cost;
+    the checks are view()'s, done when the template is made."""
+    key = (t.dtype, t.shape, t.stride(), t.device)
+    entry = _TORCH_TEMPLATES.get(key)
+    if entry is None:
+        v = _torch_view(t, what)
+        if len(_TORCH_TEMPLATES) >= _TORCH_TEMPLATE_LIMIT:
+            s = _lib.Tensor.from_buffer_copy(v.struct)
+            s._keep = v
+            return s
+        template = _lib.Tensor.from_buffer_copy(v.struct)
+        template.data = None
+        entry = _TORCH_TEMPLATES[key] = (bytes(template), v._shape, v._strides)  # not v: it holds t
+    s = _lib.Tensor.from_buffer_copy(entry[0])
+    s.data = t.data_ptr()
+    return s
+
+
 def _dlpack_view(obj, what, stream):
     # A CUDA producer makes the data ready on the consumer's stream (DLPack: 1 is the legacy
     # default stream, which fp4jit's stream 0 is); host producers take no stream.

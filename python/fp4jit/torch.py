@@ -20,6 +20,7 @@ Token counts that the recipe's blocks along the token axis do not divide are pad
 rows (which change no block scale, tensor scale or OCC quantile of the real rows).
 """
 
+import ctypes
 import fnmatch
 import itertools
 import warnings
@@ -28,7 +29,7 @@ import torch
 from torch import nn
 
 import fp4jit
-from . import _lib
+from . import _arrays, _lib
 
 __all__ = ["Linear", "convert", "fake_quantize"]
 
@@ -105,6 +106,29 @@ def _byte_buffer(nbytes, device):
     return t[skew : skew + n]
 
 
+def _ref(t, what):
+    """A pointer argument to the fp4jit_tensor of PyTorch tensor t (None: a null pointer)."""
+    return None if t is None else ctypes.byref(_arrays.torch_struct(t, what))
+
+
+def _linear_forward(engine, recipe, x, w, y, bias, seeds, saved, scratch, stream):
+    """Engine.linear_forward for this layer's own tensors, without its generic argument handling:
+    x, w, y (and bias) contiguous PyTorch tensors, saved / scratch buffers of linear_buffers'
+    sizes made by _byte_buffer. The library checks shapes, dtypes and alignment as ever."""
+    _lib.check(_lib.lib.fp4jit_linear_forward(
+        engine._handle, recipe._handle, _ref(x, "Linear input"), _ref(w, "Linear weight"), _ref(bias, "Linear bias"),
+        _ref(y, "Linear output"), seeds["x"], seeds["w"], None if saved is None else saved.data_ptr(),
+        scratch.data_ptr(), stream))
+
+
+def _linear_backward(engine, recipe, in_features, dy, saved, scratch, dx, dw, db, seed_dy, stream):
+    """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None)."""
+    _lib.check(_lib.lib.fp4jit_linear_backward_bias(
+        engine._handle, recipe._handle, in_features, _ref(dy, "Linear output gradient"), saved.data_ptr(),
+        scratch.data_ptr(), _ref(dx, "Linear input gradient"), _ref(dw, "Linear weight gradient"),
+        _ref(db, "Linear bias gradient"), seed_dy, stream))
+
+
 class _Plan:
     """What a recipe asks of a layer of a given size: operand flags and the token padding."""
 
@@ -128,6 +152,7 @@ class _Plan:
                     % (in_features, out_features, recipe.text, e),
                 ) from None
         self._tokens = {}
+        self._buffers = {}
         # One library call each way (Engine.linear_forward / linear_backward) unless the recipe
         # has steps that call does not take: OCC compensation on x, DGE on w.
         self.fused = not (self.ops["x"].occ or self.ops["w"].dge)
@@ -140,6 +165,15 @@ class _Plan:
             return True
         except fp4jit.Error:
             return False
+
+    def buffers(self, tokens):
+        """linear_buffers' sizes for a step of `tokens` (padded) tokens."""
+        b = self._buffers.get(tokens)
+        if b is None:
+            if len(self._buffers) >= 256:  # token counts can vary without end
+                self._buffers.clear()
+            b = self._buffers[tokens] = fp4jit.linear_buffers(self.recipe, tokens, self.in_features, self.out_features)
+        return b
 
     def padded(self, tokens, device):
         """The smallest token count >= tokens that every token-axis block divides (on CUDA also a
@@ -175,14 +209,17 @@ class _LinearFunction(torch.autograd.Function):
         y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
         b = None  # added in FP32 by the GEMM epilogue from its own dtype (no grad mode in here)
         if bias is not None:
-            b = bias.contiguous() if bias.dtype in _BIAS_DTYPES else bias.to(torch.float32).contiguous()
+            if bias.dtype not in _BIAS_DTYPES:
+                b = bias.to(torch.float32).contiguous()
+            else:
+                b = bias if bias.is_contiguous() else bias.contiguous()
         qxt = qwt = saved = None
         if plan.fused:
-            sizes = engine.linear_buffers(recipe, padded, plan.in_features, plan.out_features)
+            sizes = plan.buffers(padded)
             saved = _byte_buffer(sizes.saved_bytes, x.device) if backward else None
             scratch = _byte_buffer(sizes.forward_scratch_bytes, x.device)
-            engine.linear_forward(recipe, x, weight, y, bias=b, seed_x=seeds["x"], seed_w=seeds["w"], saved=saved,
-                                  scratch=scratch, stream=stream)
+            w = weight if weight.is_contiguous() else weight.contiguous()
+            _linear_forward(engine, recipe, x, w, y, b, seeds, saved, scratch, stream)
         elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
@@ -206,7 +243,8 @@ class _LinearFunction(torch.autograd.Function):
         plan = ctx.layer._plan(dy.device)
         recipe, engine = plan.recipe, engine_for(dy.device)
         stream = _stream(dy.device)
-        dy = dy.contiguous()
+        if not dy.is_contiguous():
+            dy = dy.contiguous()
         if ctx.padded != ctx.tokens:
             dy_full = torch.nn.functional.pad(dy, (0, 0, 0, ctx.padded - ctx.tokens))
         else:
@@ -221,13 +259,12 @@ class _LinearFunction(torch.autograd.Function):
             if want_dx or want_dw:
                 if want_dw:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
-                sizes = engine.linear_buffers(recipe, ctx.padded, plan.in_features, plan.out_features)
-                scratch = _byte_buffer(sizes.backward_scratch_bytes, dy.device)
+                scratch = _byte_buffer(plan.buffers(ctx.padded).backward_scratch_bytes, dy.device)
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dy.device)
-                engine.linear_backward(recipe, plan.in_features, dy_full, ctx.saved_q, scratch, dx=dx, dw=dw,
-                                       seed_dy=ctx.seeds["dy"], stream=stream, db=db)
+                _linear_backward(engine, recipe, plan.in_features, dy_full, ctx.saved_q, scratch, dx, dw, db,
+                                 ctx.seeds["dy"], stream)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:

@@ -24,6 +24,7 @@ except ImportError as e:
 
 import fp4jit
 import fp4jit.torch as fp4
+from fp4jit import _arrays
 
 PRESETS = ("mxfp4", "nvfp4", "msfp4", "tetrajet", "ue5m3")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -236,6 +237,85 @@ class Training(unittest.TestCase):
             y = layer(x)
         torch.cuda.current_stream().wait_stream(s)
         torch.testing.assert_close(y, base, rtol=0, atol=0)
+
+
+class Structs(unittest.TestCase):
+    """The layer passes its tensors to the library as structs copied from a template per dtype,
+    shape, strides and device (fp4jit._arrays.torch_struct): each must equal the full view's."""
+
+    FIELDS = ("dtype", "ndim", "device", "device_id")
+
+    def assert_same(self, s, t, what):
+        v = _arrays.view(t, what)
+        self.assertEqual(s.data, v.struct.data, what)
+        for f in self.FIELDS:
+            self.assertEqual(getattr(s, f), getattr(v.struct, f), "%s: %s" % (what, f))
+        n = v.struct.ndim
+        self.assertEqual([s.shape[i] for i in range(n)], list(t.shape), what)
+        self.assertEqual([s.strides[i] for i in range(n)], list(t.stride()), what)
+
+    def test_structs_equal_views(self):
+        for device in DEVICES:
+            base = torch.randn(6, 40, 64, device=device)
+            cases = [
+                ("contiguous", torch.randn(40, 64, device=device, dtype=torch.bfloat16)),
+                ("same key, other data", torch.randn(40, 64, device=device, dtype=torch.bfloat16)),
+                ("three dimensions", base),
+                ("transposed", base[1].t()),
+                ("offset rows", base[2, 8:24]),
+                ("one dimension", torch.randn(96, device=device, dtype=torch.float16)),
+            ]
+            for what, t in cases:
+                with self.subTest(device=device, case=what):
+                    self.assert_same(_arrays.torch_struct(t, what), t, what)
+                    self.assert_same(_arrays.torch_struct(t, what), t, what + " (from the template)")
+
+    def test_templates_do_not_keep_tensors_alive(self):
+        import gc
+        import weakref
+
+        t = torch.randn(24, 72)  # a shape no other test uses
+        ref = weakref.ref(t)
+        _arrays.torch_struct(t, "t")
+        del t
+        gc.collect()
+        self.assertIsNone(ref(), "a template kept its first tensor alive")
+
+    def test_past_the_limit_structs_are_still_right(self):
+        saved = _arrays._TORCH_TEMPLATE_LIMIT
+        _arrays._TORCH_TEMPLATE_LIMIT = len(_arrays._TORCH_TEMPLATES)
+        try:
+            t = torch.randn(56, 8)
+            s = _arrays.torch_struct(t, "t")
+            self.assertNotIn((t.dtype, t.shape, t.stride(), t.device), _arrays._TORCH_TEMPLATES)
+            self.assert_same(s, t, "past the limit")
+        finally:
+            _arrays._TORCH_TEMPLATE_LIMIT = saved
+
+    def test_bad_dtype_is_named(self):
+        with self.assertRaises(fp4jit.Error) as e:
+            _arrays.torch_struct(torch.zeros(4, 4, dtype=torch.int32), "Linear input")
+        self.assertEqual(e.exception.status, "INVALID_ARGUMENT")
+        self.assertIn("Linear input", str(e.exception))
+        self.assertIn("int32", str(e.exception))
+
+    def test_non_contiguous_weight(self):
+        """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
+        the same results as its contiguous copy."""
+        device = DEVICES[-1]
+        torch.manual_seed(6)
+        a = fp4.Linear(128, 64, recipe="mxfp4", device=device, seed=3)
+        b = fp4.Linear(128, 64, recipe="mxfp4", device=device, seed=3)
+        b.weight = torch.nn.Parameter(a.weight.detach().t().contiguous().t())
+        b.bias = torch.nn.Parameter(a.bias.detach().clone())
+        self.assertFalse(b.weight.is_contiguous())
+        x = torch.randn(64, 128, device=device)
+        dy = torch.randn(64, 64, device=device)
+        ya, yb = a(x), b(x)
+        torch.testing.assert_close(ya, yb, rtol=0, atol=0)
+        ya.backward(dy)
+        yb.backward(dy)
+        torch.testing.assert_close(a.weight.grad, b.weight.grad, rtol=0, atol=0)
 
 
 if __name__ == "__main__":
