@@ -202,9 +202,8 @@ std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& c
                                        std::int64_t m, int sm_count, const std::string& target) {
   std::vector<KernelSource> out{gemm_kernel(spec, choice, target)};
   if (target == "sm_100a" || (!choice.sm90.staged && !choice.sm90.swap)) return out;
-  out.push_back(gemm_sm90_expand_kernel(spec, false, choice.sm90.period, target, choice.sm90.swap));
-  if (!choice.sm90.swap)
-    out.push_back(gemm_sm90_expand_kernel(spec, true, choice.sm90.period, target));
+  for (KernelSource& k : gemm_sm90_expand_kernels(spec, choice.sm90, target))
+    out.push_back(std::move(k));
   if (const auto fb = sm90_fallback_choice(spec, choice, m, sm_count))
     out.push_back(gemm_sm90_kernel(spec, fb->sm90, target));
   return out;

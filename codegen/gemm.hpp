@@ -132,6 +132,18 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
 // frag_order: A's expansion for the swapped kernel (mx, nv; the chunk order of its fragments).
 KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period,
                                      const std::string& target, bool frag_order = false);
+// Both operands' expansions (A's and B's of gemm_sm90_expand_kernel, frag_order off) in one
+// launch: CTAs [0, a_ctas) expand A, the rest B (the unswapped staged path).
+KernelSource gemm_sm90_expand_pair_kernel(const GemmSpec& spec, int period,
+                                          const std::string& target);
+// Whether the unswapped staged path expands its operands in two launches rather than one:
+// ms_grad, whose B expansion needs twice the registers of A's (63 against 32 on sm_90a), which
+// in one kernel would halve the CTAs per SM of A's.
+bool sm90_expand_apart(const GemmSpec& spec);
+// The expansion kernels of a staged choice, in launch order: A's (swapped: in fragment order),
+// then B's where it has its own launch; or the pair kernel.
+std::vector<KernelSource> gemm_sm90_expand_kernels(const GemmSpec& spec, const GemmSm90Config& c,
+                                                   const std::string& target);
 // The period an expansion of the spec's path is built for: the choice's where the expansion
 // derives segment references (mx, ms_grad), else 1 (the swapped kernel's nv period paces only its
 // loads of B's scales).

@@ -1,6 +1,9 @@
 // Stub of templates/gemm/sm90/kernel.cuh, and its config.
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+
 #include "codegen/gemm.hpp"
 #include "gemm/sm90/geometry.cuh"
 #include "gemm/sm90/staged_geometry.cuh"
@@ -201,20 +204,13 @@ int sm90_expand_period(const GemmSpec& spec, int period) {
   return spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad ? period : 1;
 }
 
-KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period_in,
-                                     const std::string& target, bool frag_order) {
-  const int period = sm90_expand_period(spec, period_in);
-  KernelSource k;
-  k.op = "gemm_sm90_expand";
-  k.function = "expand_kernel";
-  k.name_space = "fp4jit::sm90";
-  k.header = "gemm/sm90/staged_expand.cuh";
-  k.args_type = "const fp4jit::gemm::ExpandParams";
-  k.target = target;
-  const int block_rows = b ? spec.b_block_rows : spec.a_block_rows;
-  k.declarations = fmt::format(
-      "namespace g = fp4jit::sm90;\n\n"
-      "struct Config : g::ExpandConfigBase {{\n"
+namespace {
+
+// The expansion config of operand A (b = false) or B, as a struct named `name`.
+std::string expand_config(const GemmSpec& spec, bool b, int period, bool frag_order,
+                          std::string_view name) {
+  return fmt::format(
+      "struct {} : g::ExpandConfigBase {{\n"
       "  static constexpr g::ScaleKind kKind = g::ScaleKind::{};\n"
       "  static constexpr bool kOperandB = {};\n"
       "  static constexpr g::ScaleCode kScaleCode = static_cast<g::ScaleCode>({});\n"
@@ -222,19 +218,81 @@ KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period_in
       "  static constexpr int kPeriod = {};\n"
       "  static constexpr bool kFragOrder = {};\n"
       "}};\n",
-      gemm_path_name(spec.path), b, spec.scale_code, block_rows, period, frag_order);
+      name, gemm_path_name(spec.path), b, spec.scale_code,
+      b ? spec.b_block_rows : spec.a_block_rows, period, frag_order);
+}
+
+std::string expand_config_text(const GemmSpec& spec, bool b, int period, bool frag_order) {
+  return fmt::format("block_rows={},threads=256{}{}", b ? spec.b_block_rows : spec.a_block_rows,
+                     period != 1 ? fmt::format(",period={}", period) : std::string(),
+                     frag_order ? ",frag_order" : "");
+}
+
+KernelSource expand_source(std::string op, std::string function, std::string args,
+                           const std::string& target) {
+  KernelSource k;
+  k.op = std::move(op);
+  k.function = std::move(function);
+  k.name_space = "fp4jit::sm90";
+  k.header = "gemm/sm90/staged_expand.cuh";
+  k.args_type = std::move(args);
+  k.target = target;
+  return k;
+}
+
+}  // namespace
+
+KernelSource gemm_sm90_expand_kernel(const GemmSpec& spec, bool b, int period_in,
+                                     const std::string& target, bool frag_order) {
+  const int period = sm90_expand_period(spec, period_in);
+  KernelSource k = expand_source("gemm_sm90_expand", "expand_kernel",
+                                 "const fp4jit::gemm::ExpandParams", target);
+  k.declarations =
+      "namespace g = fp4jit::sm90;\n\n" + expand_config(spec, b, period, frag_order, "Config");
   k.key_text = KeyText()
                    .add("op", k.op)
                    .add("path", gemm_path_name(spec.path))
                    .add("operand", b ? "b" : "a")
                    .add("codes", b ? spec.b_text : spec.a_text)
-                   .add("config",
-                        fmt::format("block_rows={},threads=256{}{}", block_rows,
-                                    period != 1 ? fmt::format(",period={}", period) : std::string(),
-                                    frag_order ? ",frag_order" : ""))
+                   .add("config", expand_config_text(spec, b, period, frag_order))
                    .add("target", target)
                    .text();
   return k;
+}
+
+KernelSource gemm_sm90_expand_pair_kernel(const GemmSpec& spec, int period_in,
+                                          const std::string& target) {
+  const int period = sm90_expand_period(spec, period_in);
+  KernelSource k = expand_source(
+      "gemm_sm90_expand_pair", "expand_pair_kernel",
+      "const fp4jit::gemm::ExpandParams, const fp4jit::gemm::ExpandParams, int", target);
+  k.declarations = "namespace g = fp4jit::sm90;\n\n" +
+                   expand_config(spec, false, period, false, "ConfigA") +
+                   expand_config(spec, true, period, false, "ConfigB") +
+                   "struct Config {\n  using A = ConfigA;\n  using B = ConfigB;\n};\n";
+  k.key_text = KeyText()
+                   .add("op", k.op)
+                   .add("path", gemm_path_name(spec.path))
+                   .add("codes_a", spec.a_text)
+                   .add("codes_b", spec.b_text)
+                   .add("config_a", expand_config_text(spec, false, period, false))
+                   .add("config_b", expand_config_text(spec, true, period, false))
+                   .add("target", target)
+                   .text();
+  return k;
+}
+
+bool sm90_expand_apart(const GemmSpec& spec) {
+  return spec.path == GemmPath::ms_grad;
+}
+
+std::vector<KernelSource> gemm_sm90_expand_kernels(const GemmSpec& spec, const GemmSm90Config& c,
+                                                   const std::string& target) {
+  if (c.swap) return {gemm_sm90_expand_kernel(spec, false, c.period, target, true)};
+  if (sm90_expand_apart(spec))
+    return {gemm_sm90_expand_kernel(spec, false, c.period, target),
+            gemm_sm90_expand_kernel(spec, true, c.period, target)};
+  return {gemm_sm90_expand_pair_kernel(spec, c.period, target)};
 }
 
 KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "core/log.hpp"
 #include "gemm/params.cuh"
@@ -289,10 +290,10 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const void* b_codes = b.codes;
   unsigned* flag = fb != nullptr ? scratch.at<unsigned>(zero_offset) : nullptr;
   if (plan.staged) {
-    const auto expand = [&](const codegen::KernelSource& kernel, bool operand_b,
-                            const QuantizedView& q, const QuantLayout& ol, std::int64_t rows,
-                            std::int64_t code_ld, std::int64_t out_offset, std::int64_t out_ld,
-                            std::int64_t fac_offset, int fac_ld) {
+    // One operand's expansion parameters and CTAs.
+    const auto expansion = [&](bool operand_b, const QuantizedView& q, const QuantLayout& ol,
+                               std::int64_t rows, std::int64_t code_ld, std::int64_t out_offset,
+                               std::int64_t out_ld, std::int64_t fac_offset, int fac_ld) {
       gemm::ExpandParams e{};
       e.codes = static_cast<const unsigned char*>(q.codes);
       e.code_ld = code_ld;
@@ -331,21 +332,40 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
         e.expand_ctas = static_cast<int>(ctas);
         ctas += (shape.n * segments + 255) / 256;
       }
-      if (ctas > 0x7fffffff)
-        fail(ErrorKind::unsupported, "CUDA GEMM: operand of {} x {} too large to expand", rows,
-             shape.k);
-      CUfunction fn = modules_->function(kernel);
-      void* params[] = {&e};
-      check(
-          d_.launch_kernel(fn, static_cast<unsigned>(ctas), 1, 1, 256, 1, 1, 0, s, params, nullptr),
-          "cuLaunchKernel (GEMM operand expansion)");
+      return std::pair{e, ctas};
     };
-    expand(plan.expand_a, false, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset,
-           plan.a_row_bytes, fac_a_offset, plan.a_factor_ld);
+    const auto too_large = [&](std::int64_t ctas) {
+      if (ctas > 0x7fffffff)
+        fail(ErrorKind::unsupported,
+             "CUDA GEMM: operands of {} x {} and {} x {} too large to expand", shape.m, shape.k,
+             shape.n, shape.k);
+      return static_cast<unsigned>(ctas);
+    };
+    const auto launch_one = [&](const codegen::KernelSource& kernel, gemm::ExpandParams& e,
+                                std::int64_t ctas) {
+      void* params[] = {&e};
+      check(d_.launch_kernel(modules_->function(kernel), too_large(ctas), 1, 1, 256, 1, 1, 0, s,
+                             params, nullptr),
+            "cuLaunchKernel (GEMM operand expansion)");
+    };
+    auto [ea, a_ctas] = expansion(false, a, l.a, shape.m, plan.a_code_row_bytes, exp_a_offset,
+                                  plan.a_row_bytes, fac_a_offset, plan.a_factor_ld);
     a_codes = scratch.at<void>(exp_a_offset);
-    if (!plan.swap) {
-      expand(plan.expand_b, true, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset,
-             plan.b_row_bytes, fac_b_offset, plan.b_factor_ld);
+    if (plan.swap) {
+      launch_one(plan.expand.at(0), ea, a_ctas);
+    } else {
+      auto [eb, b_ctas] = expansion(true, b, l.b, shape.n, plan.b_code_row_bytes, exp_b_offset,
+                                    plan.b_row_bytes, fac_b_offset, plan.b_factor_ld);
+      if (plan.expand.size() == 2) {  // apart (codegen::sm90_expand_apart)
+        launch_one(plan.expand[0], ea, a_ctas);
+        launch_one(plan.expand[1], eb, b_ctas);
+      } else {
+        int a_part = static_cast<int>(too_large(a_ctas));
+        void* params[] = {&ea, &eb, &a_part};
+        check(d_.launch_kernel(modules_->function(plan.expand.at(0)), too_large(a_ctas + b_ctas), 1,
+                               1, 256, 1, 1, 0, s, params, nullptr),
+              "cuLaunchKernel (GEMM operand expansions)");
+      }
       b_codes = scratch.at<void>(exp_b_offset);
     }
     if (plan.a_factor_ld > 0) p.a_factor = scratch.at<float>(fac_a_offset);

@@ -164,7 +164,7 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
       p.factor_rows = sm90_split_units(p.spec, c);
       p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
     }
-    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, c.period, device.target, true);
+    p.expand = codegen::gemm_sm90_expand_kernels(p.spec, c, device.target);
     if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
       p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));
   } else if (p.choice.sm90.staged) {
@@ -188,8 +188,7 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.factor_rows = sm90_split_units(p.spec, c);
     if (g.a_factor) p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
     if (g.b_factor) p.b_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.n));
-    p.expand_a = codegen::gemm_sm90_expand_kernel(p.spec, false, c.period, device.target);
-    p.expand_b = codegen::gemm_sm90_expand_kernel(p.spec, true, c.period, device.target);
+    p.expand = codegen::gemm_sm90_expand_kernels(p.spec, c, device.target);
     if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
       p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));
   } else {
@@ -231,8 +230,7 @@ GemmPlan plan_gemm(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
 
 std::vector<codegen::KernelSource> GemmPlan::kernels() const {
   std::vector<codegen::KernelSource> out{kernel};
-  if (staged) out.push_back(expand_a);
-  if (staged && !swap) out.push_back(expand_b);
+  out.insert(out.end(), expand.begin(), expand.end());
   for (const GemmPlan& f : fallback) out.push_back(f.kernel);
   return out;
 }

@@ -29,14 +29,16 @@ struct GemmPlan {
   // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
   // pitch above is the same), the promotion period, the factor arrays (factor_rows segments of
   // a_factor_ld / b_factor_ld floats; ld 0: none), and the fused plan that runs instead when an
-  // expansion leaves the exact window (mx, ms_grad). The swapped kernel (swap) is staged for A
-  // only: B stays packed (expand_b empty) and A's expansion checks B's scale window.
+  // expansion leaves the exact window (mx, ms_grad). `expand`: the expansion launches
+  // (gemm_sm90_expand_kernels): one over both operands, or A's and B's (ms_grad); the swapped
+  // kernel (swap) is staged for A only: B stays packed, and A's expansion also checks B's scale
+  // window.
   bool staged = false;
   bool swap = false;
   // The staged kernel takes a third tensor map, D's; tma_store: its config stores D through it
   // (the launch encodes it when D is TMA-addressable, GemmParams::tma_store).
   bool tma_store = false;
-  codegen::KernelSource expand_a, expand_b;
+  std::vector<codegen::KernelSource> expand;
   std::int64_t a_code_row_bytes = 0, b_code_row_bytes = 0;  // packed codes (the expansions' input)
   int period = 1;
   int factor_rows = 0;

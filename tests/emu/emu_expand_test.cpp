@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "numerics/e2m1.cuh"
@@ -59,8 +60,9 @@ struct Operand {
   }
 };
 
+// Poisons op's outputs and returns the parameters of its expansion with config C, and the CTAs.
 template <class C>
-void expand(Operand& op) {
+std::pair<gemm::ExpandParams, unsigned> prepare(Operand& op) {
   using T = g::ExpandTraits<C>;
   const int elem = T::kFp8 ? 1 : 2;
   const long long out_ld = static_cast<long long>(op.k) * elem;
@@ -86,12 +88,50 @@ void expand(Operand& op) {
   const int per_thread = g::expand_rows_per_thread(C::kKind, C::kOperandB);
   const long long threads = static_cast<long long>((op.rows + per_thread - 1) / per_thread) *
                             g::expand_chunks_pad(T::kFp8, op.k, C::kPeriod);
-  emu::launch(
-      +[](const void* a) { g::expand_kernel<C>(*static_cast<const gemm::ExpandParams*>(a)); },
-      static_cast<unsigned>((threads + 255) / 256), 256, &p);
+  return {p, static_cast<unsigned>((threads + 255) / 256)};
+}
+
+void check_guard(const Operand& op) {
   for (int i = 0; i < kGuard; ++i)
     ASSERT_EQ(op.out[op.out.size() - kGuard + i], kPoison)
         << "written past the operand, byte " << i;
+}
+
+template <class C>
+void expand(Operand& op) {
+  auto [p, ctas] = prepare<C>(op);
+  emu::launch(
+      +[](const void* a) { g::expand_kernel<C>(*static_cast<const gemm::ExpandParams*>(a)); }, ctas,
+      256, &p);
+  check_guard(op);
+}
+
+// Both operands in one launch (expand_pair_kernel), one flag for both as the GEMM launch gives:
+// a's flag field holds it.
+template <class CA, class CB>
+struct Pair {  // expand_pair_kernel's config
+  using A = CA;
+  using B = CB;
+};
+
+template <class CA, class CB>
+void expand_pair(Operand& a, Operand& b) {
+  struct Args {
+    gemm::ExpandParams a, b;
+    int a_ctas;
+  } args{};
+  auto [pa, a_ctas] = prepare<CA>(a);
+  auto [pb, b_ctas] = prepare<CB>(b);
+  pb.flag = pa.flag;
+  args = {pa, pb, static_cast<int>(a_ctas)};
+  emu::launch(
+      +[](const void* v) {
+        const auto& x = *static_cast<const Args*>(v);
+        g::expand_pair_kernel<Pair<CA, CB>>(x.a, x.b, x.a_ctas);
+      },
+      a_ctas + b_ctas, 256, &args);
+  check_guard(a);
+  check_guard(b);
 }
 
 float e4m3(std::uint8_t b) {
@@ -312,6 +352,56 @@ TEST(EmuExpand, MsGradBColumnBelowTheWindowSetsTheFlagOnlyWithNonzeroCodes) {
   b.codes[static_cast<std::size_t>(19) * 256 + 300 / 2] = 0x03;  // row 19: nonzero codes there
   expand<Cfg<ScaleKind::ms_grad, true, 4>>(b);
   EXPECT_EQ(b.flag, 1u);
+}
+
+// The one-launch expansion of both operands writes what the two single launches write, byte for
+// byte (codes, factors), for every path, ragged shapes and B with other rows than A.
+template <class CA, class CB>
+void pair_equals_singles(Operand a, Operand b, unsigned want_flag) {
+  Operand a1 = a, b1 = b;
+  expand<CA>(a1);
+  expand<CB>(b1);
+  expand_pair<CA, CB>(a, b);
+  EXPECT_EQ(a.out, a1.out);
+  EXPECT_EQ(b.out, b1.out);
+  EXPECT_EQ(a.factor, a1.factor);
+  EXPECT_EQ(b.factor, b1.factor);
+  EXPECT_EQ(a1.flag | b1.flag, want_flag);
+  EXPECT_EQ(a.flag, want_flag);
+}
+
+TEST(EmuExpand, PairLaunchEqualsTheTwoSingleLaunches) {
+  std::mt19937 rng(19);
+  using MxA = Cfg<ScaleKind::mx, false, 4>;
+  using MxB = Cfg<ScaleKind::mx, true, 4>;
+  pair_equals_singles<MxA, MxB>(mx_operand(70, 1440, 14, rng), mx_operand(33, 1440, 14, rng), 0u);
+  pair_equals_singles<Cfg<ScaleKind::ms, false, 1>, Cfg<ScaleKind::ms, true, 1>>(
+      random_codes(37, 1440, rng), random_codes(90, 1440, rng), 0u);
+  {
+    Operand a = random_codes(50, 1408, rng), b = random_codes(40, 1408, rng);
+    for (Operand* op : {&a, &b}) {
+      op->scale.resize(static_cast<std::size_t>(op->rows) * (op->k / 16));
+      for (auto& x : op->scale) x = static_cast<std::uint8_t>(rng() % 127);
+    }
+    b.scale.resize(static_cast<std::size_t>((b.rows + 15) / 16) * (b.k / 16));  // 16x16 blocks
+    pair_equals_singles<Cfg<ScaleKind::nv, false, 1>,
+                        Cfg<ScaleKind::nv, true, 1, ScaleCode::ue4m3, 16>>(a, b, 0u);
+  }
+  {
+    Operand a;
+    a.rows = 21;
+    a.k = 1440;
+    a.codes.resize(static_cast<std::size_t>(a.rows) * a.k);
+    for (auto& x : a.codes) x = static_cast<std::uint8_t>(rng());
+    pair_equals_singles<Cfg<ScaleKind::ms_grad, false, 4>, Cfg<ScaleKind::ms_grad, true, 4>>(
+        a, ms_grad_b(70, 1440, rng), 0u);
+  }
+  // B's segment outside the window: the one flag is set.
+  Operand a = mx_operand(40, 1024, 14, rng), b = mx_operand(24, 1024, 14, rng);
+  b.scale[3 * 32 + 0] = 100;  // 20 binades below block 1, the window is 15
+  b.scale[3 * 32 + 1] = 120;
+  for (int j = 0; j < 32; ++j) b.codes[3 * 512 + j] = 0x11;  // blocks 0 and 1 of row 3 nonzero
+  pair_equals_singles<MxA, MxB>(a, b, 1u);
 }
 
 }  // namespace

@@ -284,6 +284,25 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   EXPECT_EQ(calls("cuLaunchKernel"), 2);
 }
 
+// The unswapped staged GEMM expands both operands in one launch: mxfp4 (a window flag and a
+// fused fallback) makes three launches (the expansions, the staged kernel, the fallback) after
+// one memset; nvfp4 (exact in 16 bits: no flag, no fallback) two, clearing nothing.
+TEST_F(FakeDriverTest, StagedGemmExpandsBothOperandsInOneLaunch) {
+  cuda::DeviceScope scope;
+  struct Case {
+    const char* recipe;
+    int launches, memsets;
+  };
+  for (const Case& c : {Case{"mxfp4", 3, 1}, Case{"nvfp4", 2, 0}}) {
+    const Recipe r = parse_recipe(c.recipe);
+    const GemmShape s{8192, 4096, 4096};
+    const FpropOperands ops(*engine_, r, s);
+    counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
+    EXPECT_EQ(calls("cuLaunchKernel") + calls("cuLaunchKernelEx"), c.launches) << c.recipe;
+    EXPECT_EQ(calls("cuMemsetD32Async"), c.memsets) << c.recipe;
+  }
+}
+
 // The nv path's swapped GEMM needs no window flag and no fallback: it launches A's expansion and
 // the swapped kernel (as its programmatic dependent). Unsplit (11008 columns: 86 tiles of
 // 128 x 128) or split in two in clusters (4096 columns: 64 tiles of 64 x 128, clusters of 2) it

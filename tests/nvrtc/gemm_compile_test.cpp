@@ -103,8 +103,7 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
       for (int period : {1, 8}) {
         c.period = period;
         out.push_back(codegen::gemm_sm90_kernel(spec, c, arch));
-        out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch));
-        out.push_back(codegen::gemm_sm90_expand_kernel(spec, true, period, arch));
+        for (auto& k : codegen::gemm_sm90_expand_kernels(spec, c, arch)) out.push_back(k);
       }
   }
   return out;
@@ -215,13 +214,27 @@ TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
                                           : 1u);
       const auto ks = codegen::gemm_kernels(spec, big, 8192, 132, "sm_90a");
       const bool window = spec.path == GemmPath::mx || spec.path == GemmPath::ms_grad;
-      ASSERT_EQ(ks.size(), window ? 4u : 3u) << preset << " " << op.name;
+      // The staged kernel, both operands' expansions in one kernel (ms_grad: A's and B's apart),
+      // the fallback.
+      const bool apart = spec.path == GemmPath::ms_grad;
+      EXPECT_EQ(codegen::sm90_expand_apart(spec), apart);
+      const std::size_t expansions = apart ? 2 : 1;
+      ASSERT_EQ(ks.size(), 1 + expansions + (window ? 1 : 0)) << preset << " " << op.name;
       EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/staged.cuh\""), std::string::npos);
       EXPECT_NE(ks[0].key_text.find("config=sg=1,"), std::string::npos) << ks[0].key_text;
-      EXPECT_NE(ks[1].key_text.find("operand=a;"), std::string::npos) << ks[1].key_text;
-      EXPECT_NE(ks[2].key_text.find("operand=b;"), std::string::npos) << ks[2].key_text;
+      if (apart) {
+        EXPECT_NE(ks[1].key_text.find("operand=a;"), std::string::npos) << ks[1].key_text;
+        EXPECT_NE(ks[2].key_text.find("operand=b;"), std::string::npos) << ks[2].key_text;
+      } else {
+        EXPECT_EQ(ks[1].op, "gemm_sm90_expand_pair") << ks[1].key_text;
+        EXPECT_NE(ks[1].source().find("static constexpr bool kOperandB = false;"),
+                  std::string::npos)
+            << ks[1].source();
+        EXPECT_NE(ks[1].source().find("static constexpr bool kOperandB = true;"), std::string::npos)
+            << ks[1].source();
+      }
       if (window) {
-        EXPECT_EQ(ks[3].source().find("staged"), std::string::npos) << ks[3].source();
+        EXPECT_EQ(ks.back().source().find("staged"), std::string::npos) << ks.back().source();
       }
       // The choice's text round-trips through the tuner's parser.
       const std::string text = cuda::gemm_choice_text(big, "sm_90a");
@@ -401,10 +414,11 @@ TEST(LayerKernels, ThreeGemmsAndOccKernels) {
   std::multiset<std::string> ops;
   for (const auto& k : ms) ops.insert(k.op);
   // 1024 rows: the staged kernels, plus the fused fallbacks of dgrad and wgrad (ms_grad, whose
-  // expansion has a window), and the expansions: ms A and B, ms_grad A and B (dgrad and wgrad
-  // share them: dy / dyt and wt / xt have the same formats).
+  // expansion has a window), and the expansions: ms's A and B in one kernel, ms_grad's A and B
+  // apart (dgrad and wgrad share them: dy / dyt and wt / xt have the same formats).
   EXPECT_EQ(ops.count("gemm_sm90"), 5u);
-  EXPECT_EQ(ops.count("gemm_sm90_expand"), 4u);
+  EXPECT_EQ(ops.count("gemm_sm90_expand_pair"), 1u);
+  EXPECT_EQ(ops.count("gemm_sm90_expand"), 2u);
   EXPECT_EQ(ops.count("occ_transpose"), 1u);
   EXPECT_EQ(ops.count("occ_rows"), 1u);
   EXPECT_EQ(ops.count("occ_compensate"), 1u);

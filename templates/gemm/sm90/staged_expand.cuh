@@ -192,13 +192,11 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
 // The swapped path's check of B's scale codes (ExpandParams::check_scale): one (row, segment)
 // per thread.
 template <class T>
-__device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p) {
+__device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p, int cta) {
   constexpr int kSegBlocks = 4 * T::kPeriod;  // 32-element blocks per segment (FP8 path)
   const int blocks = p.K / 32;
   const int segs = (blocks + kSegBlocks - 1) / kSegBlocks;
-  const long long t =
-      static_cast<long long>(static_cast<int>(blockIdx.x) - p.expand_ctas) * T::kThreads +
-      threadIdx.x;
+  const long long t = static_cast<long long>(cta - p.expand_ctas) * T::kThreads + threadIdx.x;
   const long long row = t / segs;
   const int seg = static_cast<int>(t - row * segs);
   if (row >= p.check_rows) return;
@@ -215,30 +213,26 @@ __device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p) 
   if (hi >= 0 && hi - lo > kLutMaxShift) *p.flag = 1u;
 }
 
+// CTA `cta` of an operand's expansion (its index among that operand's CTAs), with the CTA's
+// shared memory: nv_table (256 entries) and warp_stage (kThreads * kOutChunkBytes bytes, 16-byte
+// aligned).
 template <class Cfg>
-__global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
+__device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
+                                           unsigned short* nv_table, unsigned char* warp_stage) {
   using T = ExpandTraits<Cfg>;
-  // The swapped GEMM after this launch may start its set-up now (it waits for this grid's
-  // completion before reading anything written here; ptx.cuh). Guarded: this file also compiles
-  // on the host for the CPU emulator (tests/emu).
-#if defined(__CUDA_ARCH__)
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   if constexpr (T::kKind == ScaleKind::mx) {
-    if (p.check_scale != nullptr && static_cast<int>(blockIdx.x) >= p.expand_ctas) {
-      check_scale_window<T>(p);
+    if (p.check_scale != nullptr && cta >= p.expand_ctas) {
+      check_scale_window<T>(p, cta);
       return;
     }
   }
-  __shared__ unsigned short nv_table[256];
-  __shared__ __align__(16) unsigned char warp_stage[T::kThreads * T::kOutChunkBytes];
   if constexpr (T::kKind == ScaleKind::nv) {
     nv_table[threadIdx.x] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, threadIdx.x);
     __syncthreads();
   }
   const int chunks = p.K / 32;
   const int chunks_pad = expand_chunks_pad(T::kFp8, p.K, T::kPeriod);
-  const long long t = static_cast<long long>(blockIdx.x) * T::kThreads + threadIdx.x;
+  const long long t = static_cast<long long>(cta) * T::kThreads + threadIdx.x;
   const int group = static_cast<int>(t / chunks_pad);  // of kRowsPerThread rows
   const int c = static_cast<int>(t - static_cast<long long>(group) * chunks_pad);
   if constexpr (T::kKind == ScaleKind::ms_grad && Cfg::kOperandB) {
@@ -339,6 +333,49 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
   }
 
   warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, active, p);
+}
+
+// The swapped GEMM after A's expansion may start its set-up at once (it waits for the launch's
+// completion before reading anything written there; ptx.cuh). Guarded: this file also compiles on
+// the host for the CPU emulator (tests/emu).
+__device__ __forceinline__ void expand_launch_dependents() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// One operand, on the grid of the header comment (plus the window check's CTAs, swapped mx).
+template <class Cfg>
+__global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p) {
+  using T = ExpandTraits<Cfg>;
+  expand_launch_dependents();
+  __shared__ unsigned short nv_table[256];
+  __shared__ __align__(16) unsigned char warp_stage[T::kThreads * T::kOutChunkBytes];
+  expand_cta<Cfg>(p, static_cast<int>(blockIdx.x), nv_table, warp_stage);
+}
+
+// Both operands of a GEMM in one launch (Cfg::A and Cfg::B: the two operands' expansion
+// configs): CTAs [0, a_ctas) expand A as expand_kernel<Cfg::A>(a) would, the rest B as
+// expand_kernel<Cfg::B>(b); a CTA is all of one operand, so its barriers and shuffles are those
+// of the single-operand kernel. One launch instead of two, and B's CTAs fill the SMs while A's
+// last ones finish.
+template <class Cfg>
+__global__ void __launch_bounds__(256)
+    expand_pair_kernel(const gemm::ExpandParams a, const gemm::ExpandParams b, int a_ctas) {
+  using CfgA = typename Cfg::A;
+  using CfgB = typename Cfg::B;
+  using TA = ExpandTraits<CfgA>;
+  using TB = ExpandTraits<CfgB>;
+  static_assert(TA::kThreads == 256 && TB::kThreads == 256, "one block size for both operands");
+  constexpr int kStage =
+      TA::kOutChunkBytes > TB::kOutChunkBytes ? TA::kOutChunkBytes : TB::kOutChunkBytes;
+  __shared__ unsigned short nv_table[256];
+  __shared__ __align__(16) unsigned char warp_stage[256 * kStage];
+  const int cta = static_cast<int>(blockIdx.x);
+  if (cta < a_ctas)
+    expand_cta<CfgA>(a, cta, nv_table, warp_stage);
+  else
+    expand_cta<CfgB>(b, cta - a_ctas, nv_table, warp_stage);
 }
 
 }  // namespace fp4jit::sm90
