@@ -65,6 +65,25 @@ class View:
     def ref(self):
         return ctypes.byref(self.struct)
 
+    def template(self):
+        """This view without its data pointer and without what it keeps alive: its shape and
+        stride arrays, for later views of arrays laid out alike (with_data)."""
+        t = View.__new__(View)
+        t.__dict__.update(self.__dict__)
+        t.keep = None
+        t.struct = _lib.Tensor.from_buffer_copy(self.struct)
+        t.struct.data = None
+        return t
+
+    def with_data(self, data, keep):
+        """A view like this template over `data`, keeping `keep` alive."""
+        v = View.__new__(View)
+        v.__dict__.update(self.__dict__)
+        v.keep = keep
+        v.struct = _lib.Tensor.from_buffer_copy(self.struct)
+        v.struct.data = data
+        return v
+
 
 def _dtype_error(what, name):
     return _lib.Error(
@@ -91,8 +110,15 @@ def _numpy_view(a, what):
 
 _TORCH_DTYPE_NAMES = {}  # torch.dtype -> name, filled as seen
 
+# Templates of views of PyTorch tensors by (dtype, shape, strides, device): View.template() of the
+# first such view, kept for good (a struct copied from a template may be in use on another
+# thread, pointing into its shape and stride arrays). A model sees a handful of such keys; past the
+# limit, new keys take a full view each time.
+_TORCH_TEMPLATES = {}
+_TORCH_TEMPLATE_LIMIT = 1024
 
-def _torch_view(t, what):
+
+def _torch_view_checked(t, what):
     name = _TORCH_DTYPE_NAMES.get(t.dtype)
     if name is None:
         name = str(t.dtype).replace("torch.", "")
@@ -111,31 +137,34 @@ def _torch_view(t, what):
     return View(t.data_ptr(), name, t.shape, t.stride(), device, index, t)
 
 
-# Templates of fp4jit_tensor structs by (dtype, shape, strides, device) of PyTorch tensors: the
-# struct bytes with a null data pointer, and the shape and stride arrays they point into (kept
-# for good: a struct copied from a template may be in use on another thread). A layer
-# sees a handful of such keys; past the limit, new keys take the full view each time.
-_TORCH_TEMPLATES = {}
-_TORCH_TEMPLATE_LIMIT = 1024
+def _torch_template(t, what):
+    """The template for t's dtype, shape, strides and device, made (and t checked) on first
+    sight; None past the limit (t unchecked)."""
+    key = (t.dtype, t.shape, t.stride(), t.device)
+    template = _TORCH_TEMPLATES.get(key)
+    if template is None and len(_TORCH_TEMPLATES) < _TORCH_TEMPLATE_LIMIT:
+        template = _TORCH_TEMPLATES[key] = _torch_view_checked(t, what).template()
+    return template
+
+
+def _torch_view(t, what):
+    template = _torch_template(t, what)
+    if template is None:
+        return _torch_view_checked(t, what)
+    return template.with_data(t.data_ptr(), t)
 
 
 def torch_struct(t, what):
     """The fp4jit_tensor struct of PyTorch tensor `t`, as view(t).struct, for a library call made
-    at once (the caller keeps t alive): a copy of a template made the first time its dtype,
-    shape, strides and device were seen, with t's data pointer. About a tenth of view()'s cost;
-    the checks are view()'s, done when the template is made."""
-    key = (t.dtype, t.shape, t.stride(), t.device)
-    entry = _TORCH_TEMPLATES.get(key)
-    if entry is None:
-        v = _torch_view(t, what)
-        if len(_TORCH_TEMPLATES) >= _TORCH_TEMPLATE_LIMIT:
-            s = _lib.Tensor.from_buffer_copy(v.struct)
-            s._keep = v
-            return s
-        template = _lib.Tensor.from_buffer_copy(v.struct)
-        template.data = None
-        entry = _TORCH_TEMPLATES[key] = (bytes(template), v._shape, v._strides)  # not v: it holds t
-    s = _lib.Tensor.from_buffer_copy(entry[0])
+    at once (the caller keeps t alive): a copy of its template's struct with t's data pointer,
+    without a View around it."""
+    template = _torch_template(t, what)
+    if template is None:
+        v = _torch_view_checked(t, what)
+        s = _lib.Tensor.from_buffer_copy(v.struct)
+        s._keep = v  # its shape and stride arrays
+        return s
+    s = _lib.Tensor.from_buffer_copy(template.struct)
     s.data = t.data_ptr()
     return s
 

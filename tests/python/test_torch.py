@@ -240,21 +240,22 @@ class Training(unittest.TestCase):
 
 
 class Structs(unittest.TestCase):
-    """The layer passes its tensors to the library as structs copied from a template per dtype,
-    shape, strides and device (fp4jit._arrays.torch_struct): each must equal the full view's."""
+    """Views of PyTorch tensors (fp4jit._arrays.view, and torch_struct, the layer's bare structs)
+    are copied from a template per dtype, shape, strides and device: each must describe its own
+    tensor as a view made from scratch does."""
 
     FIELDS = ("dtype", "ndim", "device", "device_id")
 
     def assert_same(self, s, t, what):
-        v = _arrays.view(t, what)
-        self.assertEqual(s.data, v.struct.data, what)
+        fresh = _arrays._torch_view_checked(t, what).struct  # no template
+        self.assertEqual(s.data, t.data_ptr(), what)
         for f in self.FIELDS:
-            self.assertEqual(getattr(s, f), getattr(v.struct, f), "%s: %s" % (what, f))
-        n = v.struct.ndim
-        self.assertEqual([s.shape[i] for i in range(n)], list(t.shape), what)
-        self.assertEqual([s.strides[i] for i in range(n)], list(t.stride()), what)
+            self.assertEqual(getattr(s, f), getattr(fresh, f), "%s: %s" % (what, f))
+        self.assertEqual(s.ndim, t.dim(), what)
+        self.assertEqual([s.shape[i] for i in range(t.dim())], list(t.shape), what)
+        self.assertEqual([s.strides[i] for i in range(t.dim())], list(t.stride()), what)
 
-    def test_structs_equal_views(self):
+    def test_structs_and_views_describe_their_tensor(self):
         for device in DEVICES:
             base = torch.randn(6, 40, 64, device=device)
             cases = [
@@ -269,6 +270,11 @@ class Structs(unittest.TestCase):
                 with self.subTest(device=device, case=what):
                     self.assert_same(_arrays.torch_struct(t, what), t, what)
                     self.assert_same(_arrays.torch_struct(t, what), t, what + " (from the template)")
+                    v = _arrays.view(t, what)
+                    self.assert_same(v.struct, t, what + " (view)")
+                    self.assertIs(v.keep, t)
+                    self.assertEqual(v.shape, tuple(t.shape))
+                    self.assertEqual((v.rows, v.cols), (t.numel() // t.shape[-1], t.shape[-1]))
 
     def test_templates_do_not_keep_tensors_alive(self):
         import gc
@@ -277,6 +283,7 @@ class Structs(unittest.TestCase):
         t = torch.randn(24, 72)  # a shape no other test uses
         ref = weakref.ref(t)
         _arrays.torch_struct(t, "t")
+        _arrays.view(t, "t")
         del t
         gc.collect()
         self.assertIsNone(ref(), "a template kept its first tensor alive")
@@ -289,6 +296,9 @@ class Structs(unittest.TestCase):
             s = _arrays.torch_struct(t, "t")
             self.assertNotIn((t.dtype, t.shape, t.stride(), t.device), _arrays._TORCH_TEMPLATES)
             self.assert_same(s, t, "past the limit")
+            self.assert_same(_arrays.view(t, "t").struct, t, "past the limit (view)")
+            with self.assertRaises(fp4jit.Error):  # still checked
+                _arrays.torch_struct(torch.zeros(56, 8, dtype=torch.int32), "t")
         finally:
             _arrays._TORCH_TEMPLATE_LIMIT = saved
 
