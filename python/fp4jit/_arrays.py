@@ -143,7 +143,9 @@ def _torch_template(t, what):
     key = (t.dtype, t.shape, t.stride(), t.device)
     template = _TORCH_TEMPLATES.get(key)
     if template is None and len(_TORCH_TEMPLATES) < _TORCH_TEMPLATE_LIMIT:
-        template = _TORCH_TEMPLATES[key] = _torch_view_checked(t, what).template()
+        # setdefault: a template, once stored, is never replaced (and so never freed) by another
+        # thread's for the same key.
+        template = _TORCH_TEMPLATES.setdefault(key, _torch_view_checked(t, what).template())
     return template
 
 
