@@ -8,8 +8,9 @@
 #      fake-quantized PyTorch reference, every preset, CPU and CUDA; its row locality
 #      tests/python/test_train_gpt.py: the training example's data, goals, DDP and causality
 #   4. bench/torch_linear_bench.py: forward + backward of one Linear per recipe at LLaMA-7B
-#      shapes (8192 tokens) against torch.nn.Linear in BF16, CUDA-event medians (BENCH=0 leaves
-#      it out)
+#      shapes (8192 tokens) against torch.nn.Linear in BF16, CUDA-event medians; and
+#      bench/torch_python_overhead.py: the layer's own Python host time per step with the library
+#      stubbed, CUDA tensors (BENCH=0 leaves both out)
 # About 5 minutes. Results in $OUT (default /tmp/fp4jit_device): summary.txt and one log a step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,5 +45,9 @@ if [[ ${BENCH:-1} != 0 ]]; then
     --out "$OUT/linear_bench.json" >"$OUT/bench.log" 2>&1
   summary "bench rc=$?:"
   summary "$(cat "$OUT/bench.log")"
+  timeout 120 python3 bench/torch_python_overhead.py --device cuda --recipes mxfp4,nvfp4,msfp4 \
+    >"$OUT/python_overhead.log" 2>&1
+  summary "python overhead rc=$?:"
+  summary "$(cat "$OUT/python_overhead.log")"
 fi
 exit $rc
