@@ -207,6 +207,8 @@ class _LinearFunction(torch.autograd.Function):
         if x.is_cuda and torch.is_autocast_enabled("cuda"):
             out_dtype = torch.get_autocast_dtype("cuda")
         y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
+        if not weight.is_contiguous():  # a transposed or tied parameter: the library reads rows
+            weight = weight.contiguous()
         b = None  # added in FP32 by the GEMM epilogue from its own dtype (no grad mode in here)
         if bias is not None:
             if bias.dtype not in _BIAS_DTYPES:
@@ -218,8 +220,7 @@ class _LinearFunction(torch.autograd.Function):
             sizes = plan.buffers(padded)
             saved = _byte_buffer(sizes.saved_bytes, x.device) if backward else None
             scratch = _byte_buffer(sizes.forward_scratch_bytes, x.device)
-            w = weight if weight.is_contiguous() else weight.contiguous()
-            _linear_forward(engine, recipe, x, w, y, b, seeds, saved, scratch, stream)
+            _linear_forward(engine, recipe, x, weight, y, b, seeds, saved, scratch, stream)
         elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)

@@ -311,11 +311,17 @@ class Structs(unittest.TestCase):
 
     def test_non_contiguous_weight(self):
         """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
-        the same results as its contiguous copy."""
+        the same results as its contiguous copy, on the one-call path and the per-operation one
+        (msfp4: OCC and DGE)."""
+        for preset in ("mxfp4", "msfp4"):
+            with self.subTest(preset=preset):
+                self.non_contiguous_weight(preset)
+
+    def non_contiguous_weight(self, preset):
         device = DEVICES[-1]
         torch.manual_seed(6)
-        a = fp4.Linear(128, 64, recipe="mxfp4", device=device, seed=3)
-        b = fp4.Linear(128, 64, recipe="mxfp4", device=device, seed=3)
+        a = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
+        b = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
         b.weight = torch.nn.Parameter(a.weight.detach().t().contiguous().t())
         b.bias = torch.nn.Parameter(a.bias.detach().clone())
         self.assertFalse(b.weight.is_contiguous())
