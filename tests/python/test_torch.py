@@ -197,6 +197,30 @@ class Training(unittest.TestCase):
                     # quantize pass), the split one with PyTorch's own sum.
                     torch.testing.assert_close(got[0][3], got[1][3], rtol=1e-5, atol=1e-5, msg="db")
 
+    def test_non_contiguous_weight(self):
+        """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
+        the same results as its contiguous copy, on the one-call path and the per-operation one
+        (msfp4: OCC and DGE)."""
+        for preset in ("mxfp4", "msfp4"):
+            with self.subTest(preset=preset):
+                self.non_contiguous_weight(preset)
+
+    def non_contiguous_weight(self, preset):
+        device = DEVICES[-1]
+        torch.manual_seed(6)
+        a = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
+        b = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
+        b.weight = torch.nn.Parameter(a.weight.detach().t().contiguous().t())
+        b.bias = torch.nn.Parameter(a.bias.detach().clone())
+        self.assertFalse(b.weight.is_contiguous())
+        x = torch.randn(64, 128, device=device)
+        dy = torch.randn(64, 64, device=device)
+        ya, yb = a(x), b(x)
+        torch.testing.assert_close(ya, yb, rtol=0, atol=0)
+        ya.backward(dy)
+        yb.backward(dy)
+        torch.testing.assert_close(a.weight.grad, b.weight.grad, rtol=0, atol=0)
+
     def test_convert_keeps_parameters_and_named_layers(self):
         device = DEVICES[-1]
         torch.manual_seed(3)
@@ -308,30 +332,6 @@ class Structs(unittest.TestCase):
         self.assertEqual(e.exception.status, "INVALID_ARGUMENT")
         self.assertIn("Linear input", str(e.exception))
         self.assertIn("int32", str(e.exception))
-
-    def test_non_contiguous_weight(self):
-        """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
-        the same results as its contiguous copy, on the one-call path and the per-operation one
-        (msfp4: OCC and DGE)."""
-        for preset in ("mxfp4", "msfp4"):
-            with self.subTest(preset=preset):
-                self.non_contiguous_weight(preset)
-
-    def non_contiguous_weight(self, preset):
-        device = DEVICES[-1]
-        torch.manual_seed(6)
-        a = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
-        b = fp4.Linear(128, 64, recipe=preset, device=device, seed=3)
-        b.weight = torch.nn.Parameter(a.weight.detach().t().contiguous().t())
-        b.bias = torch.nn.Parameter(a.bias.detach().clone())
-        self.assertFalse(b.weight.is_contiguous())
-        x = torch.randn(64, 128, device=device)
-        dy = torch.randn(64, 64, device=device)
-        ya, yb = a(x), b(x)
-        torch.testing.assert_close(ya, yb, rtol=0, atol=0)
-        ya.backward(dy)
-        yb.backward(dy)
-        torch.testing.assert_close(a.weight.grad, b.weight.grad, rtol=0, atol=0)
 
 
 if __name__ == "__main__":
