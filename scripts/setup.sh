@@ -4,6 +4,9 @@
 #   - Debian packages (apt-get, through sudo when not root)
 #   - numpy and ml_dtypes for the Python tests, setuptools and wheel to build the Python package
 #     without fetching anything (pip; a warning if that fails: the tests are then skipped)
+#   - with --torch (the test command's): PyTorch (pip, about 5 GB with its CUDA libraries; used
+#     on the CPU where no GPU is) for the tests of fp4jit.torch and the training example;
+#     FP4JIT_NO_TORCH=1 skips it (those tests then skip)
 #   - a warning (not an error) when the CUDA toolkit is absent from /usr/local/cuda
 set -euo pipefail
 
@@ -38,6 +41,17 @@ install_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
+# pip install "$@" for python3: into the active virtual environment if there is one, else the
+# user site (Debian's Python refuses installs outside a virtual environment, PEP 668, unless told).
+pip_install() {
+  if python3 -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null; then
+    python3 -m pip install --quiet "$@"
+    return
+  fi
+  python3 -m pip install --user --quiet "$@" 2>/dev/null ||
+    python3 -m pip install --user --quiet --break-system-packages "$@"
+}
+
 install_python_modules() {
   local python=python3
   if ! command -v "$python" >/dev/null 2>&1; then
@@ -50,13 +64,29 @@ install_python_modules() {
     say "python3 has ${modules[*]}"
     return
   fi
-  say "installing ${modules[*]} for $python (pip, user site)"
-  # Debian's Python refuses pip installs outside a virtual environment (PEP 668) unless told.
-  if "$python" -m pip install --user --quiet "${modules[@]}" 2>/dev/null ||
-    "$python" -m pip install --user --quiet --break-system-packages "${modules[@]}"; then
+  say "installing ${modules[*]} for $python (pip)"
+  if pip_install "${modules[@]}"; then
     "$python" -c "$import" 2>/dev/null && return
   fi
   warn "could not install ${modules[*]}: the Python tests will be skipped"
+}
+
+install_torch() {
+  local python=python3
+  command -v "$python" >/dev/null 2>&1 || return 0
+  if "$python" -c "import torch" 2>/dev/null; then
+    say "python3 has torch"
+    return
+  fi
+  if [[ ${FP4JIT_NO_TORCH:-0} == 1 ]]; then
+    say "FP4JIT_NO_TORCH=1: no PyTorch; the tests of fp4jit.torch will be skipped"
+    return
+  fi
+  say "installing torch for $python (pip; about 5 GB)"
+  if pip_install torch; then
+    "$python" -c "import torch" 2>/dev/null && return
+  fi
+  warn "could not install torch: the tests of fp4jit.torch and the training example will be skipped"
 }
 
 check_cuda() {
@@ -68,6 +98,15 @@ check_cuda() {
   fi
 }
 
+with_torch=0
+for arg in "$@"; do
+  case $arg in
+    --torch) with_torch=1 ;;
+    *) echo "setup: error: unknown argument $arg (valid: --torch)" >&2; exit 2 ;;
+  esac
+done
+
 install_packages
 install_python_modules
+if [[ $with_torch == 1 ]]; then install_torch; fi
 check_cuda
