@@ -4,9 +4,9 @@
 #   - Debian packages (apt-get, through sudo when not root)
 #   - numpy and ml_dtypes for the Python tests, setuptools and wheel to build the Python package
 #     without fetching anything (pip; a warning if that fails: the tests are then skipped)
-#   - with --torch (the test command's): PyTorch (pip, about 5 GB with its CUDA libraries; used
-#     on the CPU where no GPU is) for the tests of fp4jit.torch and the training example;
-#     FP4JIT_NO_TORCH=1 skips it (those tests then skip)
+#   - with --torch: PyTorch (pip, about 5 GB with its CUDA libraries; used on the CPU where no
+#     GPU is), which the tests of fp4jit.torch and the training example need (they skip without
+#     it). Not part of the test command's setup: it would add minutes to every CI run.
 #   - a warning (not an error) when the CUDA toolkit is absent from /usr/local/cuda
 set -euo pipefail
 
@@ -76,10 +76,6 @@ install_torch() {
   command -v "$python" >/dev/null 2>&1 || return 0
   if "$python" -c "import torch" 2>/dev/null; then
     say "python3 has torch"
-    return
-  fi
-  if [[ ${FP4JIT_NO_TORCH:-0} == 1 ]]; then
-    say "FP4JIT_NO_TORCH=1: no PyTorch; the tests of fp4jit.torch will be skipped"
     return
   fi
   say "installing torch for $python (pip; about 5 GB)"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/setup.sh --torch
+./scripts/setup.sh
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP4JIT_WERROR=ON -DFP4JIT_BUILD_TESTS=ON
 cmake --build build-test -j"$(nproc)"
 cd build-test
