@@ -68,15 +68,10 @@ class View:
     def template(self):
         """This view without its data pointer and without what it keeps alive: its shape and
         stride arrays, for later views of arrays laid out alike (with_data)."""
-        t = View.__new__(View)
-        t.__dict__.update(self.__dict__)
-        t.keep = None
-        t.struct = _lib.Tensor.from_buffer_copy(self.struct)
-        t.struct.data = None
-        return t
+        return self.with_data(None, None)
 
     def with_data(self, data, keep):
-        """A view like this template over `data`, keeping `keep` alive."""
+        """A view like this one (a template) over `data`, keeping `keep` alive."""
         v = View.__new__(View)
         v.__dict__.update(self.__dict__)
         v.keep = keep
