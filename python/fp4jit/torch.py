@@ -338,12 +338,14 @@ class Linear(nn.Linear):
         x2 = x if flat else x.reshape(-1, shape[-1])
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        backward = torch.is_grad_enabled() and (
-            x2.requires_grad or self.weight.requires_grad or (self.bias is not None and self.bias.requires_grad)
-        )
-        y = _LinearFunction.apply(x2, self.weight, self.bias, self, self.seeds(), backward)
-        if self.training and torch.is_grad_enabled():
-            self.step += 1
+        weight, bias = self.weight, self.bias  # each a lookup through nn.Module.__getattr__
+        grad = torch.is_grad_enabled()
+        backward = grad and (x2.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
+        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward)
+        if self.training and grad:
+            # An int attribute: set directly, past nn.Module.__setattr__'s checks for parameters,
+            # buffers and modules (it is none of those).
+            self.__dict__["step"] = self.step + 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self):
