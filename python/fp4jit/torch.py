@@ -152,7 +152,6 @@ class _Plan:
                     % (in_features, out_features, recipe.text, e),
                 ) from None
         self._tokens = {}
-        self._buffers = {}
         # One library call each way (Engine.linear_forward / linear_backward) unless the recipe
         # has steps that call does not take: OCC compensation on x, DGE on w.
         self.fused = not (self.ops["x"].occ or self.ops["w"].dge)
@@ -167,13 +166,8 @@ class _Plan:
             return False
 
     def buffers(self, tokens):
-        """linear_buffers' sizes for a step of `tokens` (padded) tokens."""
-        b = self._buffers.get(tokens)
-        if b is None:
-            if len(self._buffers) >= 256:  # token counts can vary without end
-                self._buffers.clear()
-            b = self._buffers[tokens] = fp4jit.linear_buffers(self.recipe, tokens, self.in_features, self.out_features)
-        return b
+        """linear_buffers' sizes for a step of `tokens` (padded) tokens (remembered by the recipe)."""
+        return fp4jit.linear_buffers(self.recipe, tokens, self.in_features, self.out_features)
 
     def padded(self, tokens, device):
         """The smallest token count >= tokens that every token-axis block divides (on CUDA also a
@@ -211,10 +205,9 @@ class _LinearFunction(torch.autograd.Function):
             weight = weight.contiguous()
         b = None  # added in FP32 by the GEMM epilogue from its own dtype (no grad mode in here)
         if bias is not None:
-            if bias.dtype not in _BIAS_DTYPES:
-                b = bias.to(torch.float32).contiguous()
-            else:
-                b = bias if bias.is_contiguous() else bias.contiguous()
+            b = bias if bias.dtype in _BIAS_DTYPES else bias.to(torch.float32)
+            if not b.is_contiguous():
+                b = b.contiguous()
         qxt = qwt = saved = None
         if plan.fused:
             sizes = plan.buffers(padded)
@@ -343,9 +336,7 @@ class Linear(nn.Linear):
         backward = grad and (x2.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
         y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward)
         if self.training and grad:
-            # An int attribute: set directly, past nn.Module.__setattr__'s checks for parameters,
-            # buffers and modules (it is none of those).
-            self.__dict__["step"] = self.step + 1
+            self.step += 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self):
