@@ -33,6 +33,10 @@ class Backend {
   virtual void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
                     const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
                     void* stream) = 0;
+  // `bytes` of the backend's memory, 256-byte aligned, for work enqueued on `stream` while the
+  // handle lives; released when it goes (after that work, in stream order). Default: host memory
+  // (backends whose calls finish their work before they return).
+  virtual std::shared_ptr<void> scratch(std::int64_t bytes, void* stream);
 };
 
 std::unique_ptr<Backend> make_reference_backend();

@@ -1,6 +1,9 @@
 // Engine: picks a backend and checks every call's arguments against the recipe's layout before
 // the backend sees them.
+#include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <new>
 
 #include "core/log.hpp"
 #include "reference/reference.hpp"
@@ -106,6 +109,15 @@ void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& i
   QuantizeArgs second = args;
   second.column_sums = nullptr;  // once is enough
   quantize(recipe, transposed_copy(role), in, out_transposed, second, stream);
+}
+
+std::shared_ptr<void> Backend::scratch(std::int64_t bytes, void* /*stream*/) {
+  constexpr std::size_t kAlign = 256;
+  const std::size_t n =
+      (static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, n);
+  if (p == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<void>(p, std::free);
 }
 
 Engine::Engine(const EngineOptions& options) : backend_(make_backend(options)) {}

@@ -1,6 +1,8 @@
 // Engine::linear_forward / linear_backward: a linear layer's quantize passes and GEMMs in one
-// call each way, their operands carved from caller-provided buffers.
+// call each way, their operands carved from caller-provided buffers (the scratch ones, when not
+// given, from the backend).
 #include <cstdint>
+#include <memory>
 
 #include "runtime/backend.hpp"
 
@@ -95,11 +97,17 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
                             void* stream) {
   const LinearShape s{x.rows, x.cols, w.rows};
   Operands q;
-  carve(recipe, s, saved, scratch, nullptr, q);
+  const LinearBuffers sizes = carve(recipe, s, saved, scratch, nullptr, q);
   if (w.cols != x.cols)
     fail(ErrorKind::invalid_argument,
          "linear forward: X is [{}, {}] but W is [{}, {}] (W must be [out, in])", x.rows, x.cols,
          w.rows, w.cols);
+  std::shared_ptr<void> own;  // no scratch given: the backend's, until the work is enqueued
+  if (scratch == nullptr) {
+    own = backend_->scratch(sizes.forward_scratch_bytes, stream);
+    scratch = own.get();
+    carve(recipe, s, saved, scratch, nullptr, q);
+  }
   check_buffer(scratch, "forward scratch");
   if (saved != nullptr) check_buffer(saved, "saved");
   if (saved != nullptr) {
@@ -121,10 +129,16 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
                              void* stream) {
   const LinearShape s{dy.rows, in, dy.cols};
   Operands q;
-  carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
+  const LinearBuffers sizes = carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
   if (dx.data == nullptr && dw.data == nullptr)
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
   check_buffer(saved, "saved");
+  std::shared_ptr<void> own;
+  if (scratch == nullptr) {
+    own = backend_->scratch(sizes.backward_scratch_bytes, stream);
+    scratch = own.get();
+    carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
+  }
   check_buffer(scratch, "backward scratch");
   QuantizeArgs args{seed_dy, 0};
   args.column_sums = db;  // the bias gradient from the same read of dY

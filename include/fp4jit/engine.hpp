@@ -90,6 +90,8 @@ struct LinearShape {
 //   saved      X^T and W^T quantized by the forward, read by the backward (kept between them);
 //   forward    X and W quantized for fprop (free once the forward's work is done);
 //   backward   dY and dY^T quantized (free once the backward's work is done).
+// A null scratch buffer is taken from the backend for the call (the CUDA backend: its workspace
+// pool, stream-ordered, kept mapped across calls as the GEMMs' scratch is).
 struct LinearBuffers {
   std::int64_t saved_bytes = 0, forward_scratch_bytes = 0, backward_scratch_bytes = 0;
 };

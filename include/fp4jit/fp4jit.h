@@ -313,6 +313,8 @@ FP4JIT_API fp4jit_status fp4jit_dge(fp4jit_engine* engine, const fp4jit_recipe* 
  * are refused with FP4JIT_ERROR_UNSUPPORTED: they take the per-operation calls. Buffers are the
  * caller's, in the backend's memory, 256-byte aligned, of the sizes below: `saved` lives from a
  * forward to its backward; each scratch buffer only until the call's work is done (on its stream).
+ * A NULL scratch is taken from the library for the call (the CUDA backend: its own stream-ordered
+ * workspace pool, kept mapped across calls; FP4JIT_WORKSPACE_KEEP_MB bounds what it keeps).
  */
 typedef struct fp4jit_linear_buffers {
   int64_t saved_bytes;

@@ -418,8 +418,9 @@ class Engine:
                        stream=None):
         """y [tokens, out] = X W^T [+ bias] with X and W quantized as the recipe says (both copies
         when `saved` is given: the backward's X^T and W^T go there). saved / scratch: uint8
-        arrays in the engine's memory of linear_buffers' sizes (256-byte aligned). Equal to
-        quantize_pair + gemm("fprop") with the same seeds, bit for bit."""
+        arrays in the engine's memory of linear_buffers' sizes (256-byte aligned); scratch None:
+        the library's own for the call. Equal to quantize_pair + gemm("fprop") with the same
+        seeds, bit for bit."""
         recipe = _recipe(recipe)
         s = _arrays.stream_handle(stream, y)
         vx = _arrays.view(x, "linear_forward x", s)
@@ -428,7 +429,8 @@ class Engine:
         vb = _arrays.view(bias, "linear_forward bias", s) if bias is not None else None
         b = linear_buffers(recipe, vx.rows, vx.cols, vw.rows)
         p_saved = None if saved is None else _arrays.buffer_pointer(saved, "linear_forward saved", b.saved_bytes)
-        p_scratch = _arrays.buffer_pointer(scratch, "linear_forward scratch", b.forward_scratch_bytes)
+        p_scratch = (None if scratch is None
+                     else _arrays.buffer_pointer(scratch, "linear_forward scratch", b.forward_scratch_bytes))
         _lib.check(
             _lib.lib.fp4jit_linear_forward(
                 self._handle, recipe._handle, vx.ref(), vw.ref(), vb.ref() if vb is not None else None, vy.ref(),
@@ -440,7 +442,8 @@ class Engine:
     def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None,
                         db=None):
         """dx [tokens, in] and / or dw [out, in] from dy [tokens, out] and the forward's `saved`
-        buffer. Equal to quantize_pair("dy") + gemm("dgrad") / gemm("wgrad") bit for bit.
+        buffer (scratch None: the library's own for the call). Equal to quantize_pair("dy") +
+        gemm("dgrad") / gemm("wgrad") bit for bit.
         db [out] (float32, bfloat16 or float16), if given: the bias gradient, dy's column sums,
         taken from dy's quantize pass (FP32 additions in a fixed order, rounded once to db's
         dtype: the same bits on every backend)."""
@@ -454,7 +457,8 @@ class Engine:
         vdb = _arrays.view(db, "linear_backward db", s) if db is not None else None
         b = linear_buffers(recipe, vdy.rows, in_features, vdy.cols)
         p_saved = _arrays.buffer_pointer(saved, "linear_backward saved", b.saved_bytes)
-        p_scratch = _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes)
+        p_scratch = (None if scratch is None
+                     else _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes))
         _lib.check(
             _lib.lib.fp4jit_linear_backward_bias(
                 self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_scratch,

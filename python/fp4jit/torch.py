@@ -111,21 +111,22 @@ def _ref(t, what):
     return None if t is None else ctypes.byref(_arrays.torch_struct(t, what))
 
 
-def _linear_forward(engine, recipe, x, w, y, bias, seeds, saved, scratch, stream):
+def _linear_forward(engine, recipe, x, w, y, bias, seeds, saved, stream):
     """Engine.linear_forward for this layer's own tensors, without its generic argument handling:
-    x, w, y (and bias) contiguous PyTorch tensors, saved / scratch buffers of linear_buffers'
-    sizes made by _byte_buffer. The library checks shapes, dtypes and alignment as ever."""
+    x, w, y (and bias) contiguous PyTorch tensors, saved a buffer of linear_buffers' size made by
+    _byte_buffer (None: no backward follows); the scratch is the library's own (its workspace
+    pool on CUDA: no PyTorch allocation). The library checks shapes, dtypes and alignment as ever."""
     _lib.check(_lib.lib.fp4jit_linear_forward(
         engine._handle, recipe._handle, _ref(x, "Linear input"), _ref(w, "Linear weight"), _ref(bias, "Linear bias"),
         _ref(y, "Linear output"), seeds["x"], seeds["w"], None if saved is None else saved.data_ptr(),
-        scratch.data_ptr(), stream))
+        None, stream))
 
 
-def _linear_backward(engine, recipe, in_features, dy, saved, scratch, dx, dw, db, seed_dy, stream):
+def _linear_backward(engine, recipe, in_features, dy, saved, dx, dw, db, seed_dy, stream):
     """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None)."""
     _lib.check(_lib.lib.fp4jit_linear_backward_bias(
         engine._handle, recipe._handle, in_features, _ref(dy, "Linear output gradient"), saved.data_ptr(),
-        scratch.data_ptr(), _ref(dx, "Linear input gradient"), _ref(dw, "Linear weight gradient"),
+        None, _ref(dx, "Linear input gradient"), _ref(dw, "Linear weight gradient"),
         _ref(db, "Linear bias gradient"), seed_dy, stream))
 
 
@@ -210,10 +211,8 @@ class _LinearFunction(torch.autograd.Function):
                 b = b.contiguous()
         qxt = qwt = saved = None
         if plan.fused:
-            sizes = plan.buffers(padded)
-            saved = _byte_buffer(sizes.saved_bytes, x.device) if backward else None
-            scratch = _byte_buffer(sizes.forward_scratch_bytes, x.device)
-            _linear_forward(engine, recipe, x, weight, y, b, seeds, saved, scratch, stream)
+            saved = _byte_buffer(plan.buffers(padded).saved_bytes, x.device) if backward else None
+            _linear_forward(engine, recipe, x, weight, y, b, seeds, saved, stream)
         elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
@@ -253,11 +252,10 @@ class _LinearFunction(torch.autograd.Function):
             if want_dx or want_dw:
                 if want_dw:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
-                scratch = _byte_buffer(plan.buffers(ctx.padded).backward_scratch_bytes, dy.device)
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dy.device)
-                _linear_backward(engine, recipe, plan.in_features, dy_full, ctx.saved_q, scratch, dx, dw, db,
+                _linear_backward(engine, recipe, plan.in_features, dy_full, ctx.saved_q, dx, dw, db,
                                  ctx.seeds["dy"], stream)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)

@@ -107,11 +107,15 @@ template <class MakePlan>
 void CudaBackend::run(void* stream, MakePlan make_plan) {
   ContextGuard guard(d_, ctx_);
   const auto s = static_cast<CUstream>(stream);
+  // Planned once to count the scratch bytes, again with the scratch's addresses; a plan that took
+  // no scratch holds no counting address and is used as it is.
   Arena counting;
-  make_plan(counting);
+  Plan plan = make_plan(counting);
   const Workspace scratch(*workspace_, s, counting.used());
-  Arena arena(scratch.base());
-  const Plan plan = make_plan(arena);
+  if (counting.used() > 0) {
+    Arena arena(scratch.base());
+    plan = make_plan(arena);
+  }
   for (const Step& step : plan) {
     if (const Memset* m = std::get_if<Memset>(&step)) {
       check(d_.memset_d32_async(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(m->ptr)),
@@ -131,6 +135,22 @@ void CudaBackend::run(void* stream, MakePlan make_plan) {
     check(d_.launch_kernel(fn, grid, 1, 1, l.block, 1, 1, 0, s, params, nullptr), "cuLaunchKernel");
   }
   last_bytes_ = plan_bytes(plan);
+}
+
+std::shared_ptr<void> CudaBackend::scratch(std::int64_t bytes, void* stream) {
+  ContextGuard guard(d_, ctx_);
+  const auto s = static_cast<CUstream>(stream);
+  const CUdeviceptr p =
+      workspace_->allocate(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)), s);
+  const auto release = [this, s](void* q) noexcept {
+    try {
+      ContextGuard release_guard(d_, ctx_);
+      workspace_->free(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(q)), s);
+    } catch (...) {  // the context is gone: so is the pool's memory
+    }
+  };
+  // (Should the handle's own allocation fail, the shared_ptr releases p before it throws.)
+  return std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)), release);
 }
 
 void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,

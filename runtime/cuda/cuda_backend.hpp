@@ -55,6 +55,8 @@ class CudaBackend final : public Backend {
                   std::int64_t source_rows, std::int64_t source_cols, const TensorView& out,
                   void* stream) override;
   void dge(const Recipe& recipe, const TensorView& w, const TensorView& out, void* stream) override;
+  // From the workspace pool, stream-ordered: freed on `stream` when the handle goes.
+  std::shared_ptr<void> scratch(std::int64_t bytes, void* stream) override;
   // In gemm_launch.cpp. The tuned choice for (op, M bucket, N, K, out, recipe) when the cache
   // (or a bundle) holds one, else the heuristic's.
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,

@@ -86,12 +86,14 @@ struct Layer {
   static std::size_t bytes(std::int64_t r, std::int64_t c) {
     return static_cast<std::size_t>(r * c * 2);
   }
-  void step(Engine& e, const Recipe& r) {
+  // scratch false: no scratch buffers given (the library takes its own).
+  void step(Engine& e, const Recipe& r, bool scratch = true) {
     const TensorView xv{x.get(), DType::bf16, shape.tokens, shape.in};
     const TensorView wv{w.get(), DType::bf16, shape.out, shape.in};
     const TensorView yv{y.get(), DType::bf16, shape.tokens, shape.out};
-    e.linear_forward(r, xv, wv, nullptr, DType::f32, yv, 1, 2, saved.get(), fwd.get(), nullptr);
-    e.linear_backward(r, shape.in, yv, saved.get(), bwd.get(),
+    e.linear_forward(r, xv, wv, nullptr, DType::f32, yv, 1, 2, saved.get(),
+                     scratch ? fwd.get() : nullptr, nullptr);
+    e.linear_backward(r, shape.in, yv, saved.get(), scratch ? bwd.get() : nullptr,
                       TensorView{dx.get(), DType::bf16, shape.tokens, shape.in},
                       TensorView{dw.get(), DType::bf16, shape.out, shape.in}, nullptr, DType::f32,
                       3, nullptr);
@@ -118,6 +120,28 @@ TEST_F(FakeDriverTest, LinearStepAsksTheDriverOnlyForItsLaunches) {
   EXPECT_EQ(pointer_queries(), 0) << "every pointer lies in an allocation already checked";
   EXPECT_EQ(calls("cuCtxPushCurrent"), 0) << "the context was current already";
   EXPECT_EQ(calls("cuCtxPopCurrent"), 0);
+}
+
+TEST_F(FakeDriverTest, LinearStepWithoutScratchTakesItFromThePool) {
+  cuda::DeviceScope scope;
+  for (const char* preset : {"mxfp4", "nvfp4"}) {
+    SCOPED_TRACE(preset);
+    const Recipe r = parse_recipe(preset);
+    Layer layer(r, LinearShape{1024, 512, 512});
+    layer.step(*engine_, r);  // compiles and loads the kernels
+    reset_();
+    layer.step(*engine_, r);
+    const long launches = calls("cuLaunchKernel"), memsets = calls("cuMemsetD32Async");
+    const long allocs = calls("cuMemAllocFromPoolAsync"), frees = calls("cuMemFreeAsync");
+    EXPECT_EQ(allocs, frees);
+    reset_();
+    layer.step(*engine_, r, /*scratch=*/false);
+    EXPECT_EQ(calls("cuLaunchKernel"), launches);
+    EXPECT_EQ(calls("cuMemsetD32Async"), memsets);
+    EXPECT_EQ(calls("cuMemAllocFromPoolAsync"), allocs + 2) << "one scratch each way";
+    EXPECT_EQ(calls("cuMemFreeAsync"), frees + 2) << "each freed in stream order";
+    EXPECT_EQ(calls("cuCtxPushCurrent"), 0) << "the context was current already";
+  }
 }
 
 TEST_F(FakeDriverTest, ContextIsPushedAndPoppedWhenNotCurrent) {

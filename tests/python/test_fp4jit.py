@@ -295,6 +295,14 @@ class LinearStep(unittest.TestCase):
                 HOST.linear_forward(r, x, w, y_inf, bias=bias, seed_x=11, seed_w=12,
                                     scratch=aligned_bytes(b.forward_scratch_bytes))
                 np.testing.assert_array_equal(y_inf, y_ref)
+                # No scratch given: the library's own for the call, the same bytes.
+                saved2 = aligned_bytes(b.saved_bytes)
+                y2, dx2, dw2 = np.full_like(y, np.nan), np.full_like(dx, np.nan), np.full_like(dw, np.nan)
+                HOST.linear_forward(r, x, w, y2, bias=bias, seed_x=11, seed_w=12, saved=saved2)
+                HOST.linear_backward(r, self.fin, dy, saved2, None, dx=dx2, dw=dw2, seed_dy=13)
+                np.testing.assert_array_equal(y2, y_ref)
+                np.testing.assert_array_equal(dx2, dx_ref)
+                np.testing.assert_array_equal(dw2, dw_ref)
 
     def test_bias_gradient_in_the_fixed_order(self):
         """db from linear_backward: dY's column sums in FP32, in the order every backend follows
