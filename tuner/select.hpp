@@ -19,7 +19,10 @@ struct SelectOptions {
 bool tie_order_less(const CandidateResult& a, const CandidateResult& b);
 
 // Index of the winner among the candidates with status ok, or -1 when none is ok. Failed
-// candidates are never chosen, however fast.
+// candidates are never chosen, however fast. Where the heuristic's config was measured, another
+// wins only when it is tied with the fastest and faster than the heuristic's by more than the
+// noise (so a tuned result is never a config the measurement cannot tell from the heuristic's,
+// or slower than it).
 int select_winner(std::span<const CandidateResult> candidates, const SelectOptions& options = {});
 
 }  // namespace fp4jit::tuner
