@@ -109,7 +109,7 @@ wait
 cat "$LOGS"/gemm_tests_*.log >"$LOGS/gemm_tests.log"
 keep gemm_tests
 tally gemm_tests 8
-grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sort -t= -k2 -g | tail -3
+grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sed 's/.*rel_frobenius=\([^ ]*\).*/\1 &/' | sort -g | cut -d" " -f2- | tail -3
 grep -B3 -A12 'Failure' "$LOGS/gemm_tests.log" | head -40
 GEMMS=${GEMMS:-"8192x4096x4096 8192x11008x4096 8192x4096x11008"}
 for r in ${GEMM_RECIPES:-nvfp4 mxfp4 msfp4}; do

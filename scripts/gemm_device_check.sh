@@ -38,7 +38,7 @@ if [ "${TESTS:-1}" = 1 ]; then
     echo "--- failures"
     grep -B3 -A12 'Failure\|Timeout\|terminate' "$LOGS/gemm_tests.log" | head -150
   } >"$OUT/gemm_tests.txt"
-  grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sort -t= -k2 -g | tail -3 | tee -a "$OUT/summary.txt"
+  grep -h GEMM_ERROR "$LOGS/gemm_tests.log" | sed 's/.*rel_frobenius=\([^ ]*\).*/\1 &/' | sort -g | cut -d" " -f2- | tail -3 | tee -a "$OUT/summary.txt"
 fi
 
 GEMMS=${GEMMS:-"8192x4096x4096 8192x11008x4096 8192x4096x11008"}
