@@ -64,31 +64,49 @@ void check_buffer(const void* p, std::string_view what) {
 struct Operands {
   QuantizedView x, w, xt, wt, dy, dyt;
 };
+struct Layouts {
+  QuantLayout xt, wt, x, w, dy, dyt;
+};
 
-// The recipe and shape checked, then the same carving for sizes (null bases) and for use:
-// saved = xt, wt; forward = x, w; backward = dy, dyt.
-LinearBuffers carve(const Recipe& r, const LinearShape& s, void* saved, void* fwd, void* bwd,
-                    Operands& q) {
+// The recipe and shape checked, and the six operands' layouts.
+Layouts layouts(const Recipe& r, const LinearShape& s) {
   check_supported(r);
   if (s.tokens <= 0 || s.in <= 0 || s.out <= 0)
     fail(ErrorKind::invalid_argument,
          "linear step: tokens, in and out must be positive, got {} x {} x {}", s.tokens, s.in,
          s.out);
+  return {quant_layout(r, Role::xt, s.tokens, s.in),  quant_layout(r, Role::wt, s.out, s.in),
+          quant_layout(r, Role::x, s.tokens, s.in),   quant_layout(r, Role::w, s.out, s.in),
+          quant_layout(r, Role::dy, s.tokens, s.out), quant_layout(r, Role::dyt, s.tokens, s.out)};
+}
+
+// The same carving for sizes (null bases) and for use: saved = xt, wt; forward = x, w;
+// backward = dy, dyt.
+LinearBuffers carve(const Layouts& l, void* saved, void* fwd, void* bwd, Operands& q) {
   Carver cs(saved), cf(fwd), cb(bwd);
-  q.xt = cs.take(quant_layout(r, Role::xt, s.tokens, s.in));
-  q.wt = cs.take(quant_layout(r, Role::wt, s.out, s.in));
-  q.x = cf.take(quant_layout(r, Role::x, s.tokens, s.in));
-  q.w = cf.take(quant_layout(r, Role::w, s.out, s.in));
-  q.dy = cb.take(quant_layout(r, Role::dy, s.tokens, s.out));
-  q.dyt = cb.take(quant_layout(r, Role::dyt, s.tokens, s.out));
+  q.xt = cs.take(l.xt);
+  q.wt = cs.take(l.wt);
+  q.x = cf.take(l.x);
+  q.w = cf.take(l.w);
+  q.dy = cb.take(l.dy);
+  q.dyt = cb.take(l.dyt);
   return {cs.bytes(), cf.bytes(), cb.bytes()};
+}
+
+// The caller's scratch, or where it gave none the backend's, of `bytes`, held by `own` for the
+// call (released in stream order after the call's work).
+void* scratch_or_own(Backend& backend, void* given, std::int64_t bytes, void* stream,
+                     std::shared_ptr<void>& own) {
+  if (given != nullptr) return given;
+  own = backend.scratch(bytes, stream);
+  return own.get();
 }
 
 }  // namespace
 
 LinearBuffers Engine::linear_buffers(const Recipe& recipe, const LinearShape& shape) {
   Operands sizes_only;
-  return carve(recipe, shape, nullptr, nullptr, nullptr, sizes_only);
+  return carve(layouts(recipe, shape), nullptr, nullptr, nullptr, sizes_only);
 }
 
 void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
@@ -96,21 +114,19 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
                             std::uint64_t seed_x, std::uint64_t seed_w, void* saved, void* scratch,
                             void* stream) {
   const LinearShape s{x.rows, x.cols, w.rows};
+  const Layouts l = layouts(recipe, s);
   Operands q;
-  const LinearBuffers sizes = carve(recipe, s, saved, scratch, nullptr, q);
+  const LinearBuffers sizes = carve(l, nullptr, nullptr, nullptr, q);
   if (w.cols != x.cols)
     fail(ErrorKind::invalid_argument,
          "linear forward: X is [{}, {}] but W is [{}, {}] (W must be [out, in])", x.rows, x.cols,
          w.rows, w.cols);
-  std::shared_ptr<void> own;  // no scratch given: the backend's, until the work is enqueued
-  if (scratch == nullptr) {
-    own = backend_->scratch(sizes.forward_scratch_bytes, stream);
-    scratch = own.get();
-    carve(recipe, s, saved, scratch, nullptr, q);
-  }
+  std::shared_ptr<void> own;
+  scratch = scratch_or_own(*backend_, scratch, sizes.forward_scratch_bytes, stream, own);
   check_buffer(scratch, "forward scratch");
-  if (saved != nullptr) check_buffer(saved, "saved");
+  carve(l, saved, scratch, nullptr, q);
   if (saved != nullptr) {
+    check_buffer(saved, "saved");
     quantize_pair(recipe, Role::x, x, q.x, q.xt, QuantizeArgs{seed_x, 0}, stream);
     quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
   } else {
@@ -128,18 +144,16 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
                              const TensorView& dw, void* db, DType db_dtype, std::uint64_t seed_dy,
                              void* stream) {
   const LinearShape s{dy.rows, in, dy.cols};
+  const Layouts l = layouts(recipe, s);
   Operands q;
-  const LinearBuffers sizes = carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
+  const LinearBuffers sizes = carve(l, nullptr, nullptr, nullptr, q);
   if (dx.data == nullptr && dw.data == nullptr)
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
   check_buffer(saved, "saved");
   std::shared_ptr<void> own;
-  if (scratch == nullptr) {
-    own = backend_->scratch(sizes.backward_scratch_bytes, stream);
-    scratch = own.get();
-    carve(recipe, s, const_cast<void*>(saved), nullptr, scratch, q);
-  }
+  scratch = scratch_or_own(*backend_, scratch, sizes.backward_scratch_bytes, stream, own);
   check_buffer(scratch, "backward scratch");
+  carve(l, const_cast<void*>(saved), nullptr, scratch, q);
   QuantizeArgs args{seed_dy, 0};
   args.column_sums = db;  // the bias gradient from the same read of dY
   args.column_sums_dtype = db_dtype;
