@@ -283,9 +283,8 @@ FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v
   if (chunk * kSumChunkRows < a.rows && c < a.cols) a.col_sums[chunk * a.cols + c] = v;
 }
 // The warps that sum a raw tile's columns: in mode both (half the CTA on each operand) those of
-// a half that its operand's units leave idle (the transposed operand's 1 x 32 groups on 512
-// threads fill half of its 8 warps, whose units take twice the row-wise ones' work), else the
-// row-wise operand's half (the transposed operand's units read column words and carry the
+// a half that its operand's units leave idle (where there are any: tile_raw splits column words
+// into two units where it would), else the row-wise operand's half (the transposed operand's units read column words and carry the
 // wgrad operands' Hadamard transforms: the heavier half); else, one operand, all.
 struct WarpRange {
   int first, count;
@@ -397,11 +396,23 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr int kGR = group_size<RowOp>(), kGC = group_size<ColOp>();
   [[maybe_unused]] constexpr int kRowUnits = kRows ? kTM * (kTN / kGR) : 0;  // a row group each
   constexpr int kWordsPerRow = kTN * kEsz / 4;
-  [[maybe_unused]] constexpr int kColUnits =
-      kCols ? kWordsPerRow * (kTM / kGC) : 0;  // a column word's row group
   constexpr int kColsPerWord = 4 / kEsz;
-  constexpr WarpRange kSumWarps = sum_warps(
-      Cfg::threads / 32, kRows && kCols && !tile_raw_requant<Cfg>(), kColUnits, kRowUnits);
+  constexpr bool kRequant = tile_raw_requant<Cfg>();
+  constexpr bool kHalves = kRows && kCols && !kRequant;  // half the CTA on each operand
+  // A transposed unit is a column word's row group (both of a 16-bit word's columns), unless that
+  // leaves threads of the transposed operand's share without a unit: then each column of a word
+  // is a unit of its own (kSplitCols), so that no warp idles while the others carry twice its
+  // elements to the tile's barrier (mxfp4's 1 x 32 pairs on 512 threads: 128 word units for 256
+  // threads, a third of the warps' time spent waiting there; Nsight Compute, H200). The word is
+  // then read by both of its columns' lanes (one broadcast read) and its block maxima taken for
+  // both columns by each.
+  constexpr int kColThreads = kHalves ? Cfg::threads / 2 : Cfg::threads;
+  constexpr int kWordUnits = kCols ? kWordsPerRow * (kTM / kGC) : 0;
+  constexpr bool kSplitCols = kCols && kColsPerWord == 2 && kWordUnits < kColThreads;
+  constexpr int kLinesPerRow = kSplitCols ? kTN : kWordsPerRow;  // a unit's columns: one line
+  constexpr int kUnitCols = kSplitCols ? 1 : kColsPerWord;
+  [[maybe_unused]] constexpr int kColUnits = kCols ? kLinesPerRow * (kTM / kGC) : 0;
+  constexpr WarpRange kSumWarps = sum_warps(Cfg::threads / 32, kHalves, kColUnits, kRowUnits);
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
   const TilePass<Cfg> pass(a);
@@ -440,7 +451,6 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
 
   // Row-wise unit u of the tile at (i0, j0): group u % (kTN / kGR) of tile row u / (kTN / kGR)
   // (consecutive lanes on consecutive groups of a row: their code stores are contiguous).
-  constexpr bool kRequant = tile_raw_requant<Cfg>();
   const auto row_unit = [&](bool whole, uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kRows) {
       constexpr int kGroupsPerRow = kTN / kGR;
@@ -489,14 +499,15 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       }
     }
   };
-  // Transposed unit u: column word u % kWordsPerRow over the tile rows of group u / kWordsPerRow.
+  // Transposed unit u: line u % kLinesPerRow (a column word, or with kSplitCols one column) over
+  // the tile rows of group u / kLinesPerRow.
   // Parted: a tile of kParts row groups making 32 bytes of codes per operand row (a full sector),
-  // whose warps each take 32 / kParts column words over all the groups (lane l: word l % (32 /
+  // whose warps each take 32 / kParts lines over all the groups (lane l: line l % (32 /
   // kParts), group l / (32 / kParts)); the kParts pieces of an operand row (codes and scales) meet
   // in adjacent lanes by shuffles, and whole tiles store them as full 32-byte sectors (one lane
   // per piece filled a sector by halves or quarters: a third of the pair kernel's L2 sectors).
   constexpr int kParts = kTM / kGC;
-  constexpr int kPartWords = 32 / kParts;  // column words per warp
+  constexpr int kPartWords = 32 / kParts;  // lines per warp
   // Taken in two parts (1 x 32 groups: mxfp4, tetrajet) or four (1 x 16 groups: nvfp4, ue5m3,
   // whose transposed codes otherwise left in quarter sectors, their scale bytes one sector each:
   // 1024 of a 64 x 128 tile's 1216 store sectors, the L2 at 78 % of its throughput). Not by
@@ -504,7 +515,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   // cap already (nvfp4's dy pair 116 of 128 at 512 threads), and the deferred codes spilled them.
   constexpr bool kPartedCols =
       kCols && !kStats && (kParts == 2 || kParts == 4) && kTM == 64 &&
-      kWordsPerRow % kPartWords == 0 && scale_is_code(ColOp::scale) &&
+      kLinesPerRow % kPartWords == 0 && scale_is_code(ColOp::scale) &&
       kGC / ColOp::block_cols <= 2 &&
       (packed_pow2<ColOp, Cfg::in>() || ColOp::round != nx::Round::stochastic);
   const auto col_store_parted = [&](const GroupCodes<ColOp>& gc, int u, int h, i64 i0, i64 j0) {
@@ -518,8 +529,9 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       u32 sc = gc.scales[0];
       if constexpr (kBlocks == 2) sc |= gc.scales[1] << 8;
       sc = __shfl_sync(0xffffffffu, sc, src);
-      const int w = (u >> 5) * kPartWords + lane / kParts;
-      const i64 orow = j0 + static_cast<i64>(w) * kColsPerWord + h;
+      const int line = (u >> 5) * kPartWords + lane / kParts;
+      const i64 orow =
+          j0 + (kSplitCols ? static_cast<i64>(line) : static_cast<i64>(line) * kColsPerWord + h);
       const i64 c0 = i0 + static_cast<i64>(lane % kParts) * kGC;
       u8* dst = a.col.codes + orow * a.col.row_bytes + (c0 >> 1);
       if constexpr (kGC == 32)
@@ -538,8 +550,10 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     if constexpr (kCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
       constexpr bool kPacked = Cfg::in == InType::bf16 && ColOp::had == 0;
-      const int w = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kWordsPerRow;
-      const int rg = kPartedCols ? (u & 31) / kPartWords : u / kWordsPerRow;
+      const int line = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kLinesPerRow;
+      const int rg = kPartedCols ? (u & 31) / kPartWords : u / kLinesPerRow;
+      const int w = kSplitCols ? line / kColsPerWord : line;  // the column word
+      const int h0 = kSplitCols ? line % kColsPerWord : 0;   // the unit's first column in it
       const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
       int n = kGC;
       if (!whole) {
@@ -561,7 +575,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
           mm[b] = absmax_bf16x2_tree<ColOp::block_cols>(x + b * ColOp::block_cols);
       }
 #pragma unroll
-      for (int h = 0; h < kColsPerWord; ++h) {
+      for (int h = h0; h < h0 + kUnitCols; ++h) {
         const i64 orow =
             j0 + static_cast<i64>(w) * kColsPerWord + h;  // operand row (source column)
         if (!whole && orow >= a.col.rows) break;
