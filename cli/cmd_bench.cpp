@@ -10,6 +10,15 @@
 // included in the time, not in the count). --bias adds a BF16 bias of N elements in the epilogue
 // (a linear layer's fprop), --accumulate adds into the output (beta = 1, C = D: gradient
 // accumulation), so the epilogue's extra reads are timed too.
+//
+// fp4jit bench quantize --recipe SPEC --gemm MxNxK [--gemm ...] [--what pairs|operands|all]
+//                       [--backend cuda|host] [--iters N] [--json FILE]
+// Times the quantize calls of a linear layer's training step, the problems `fp4jit tune` tunes
+// for that layer: the pairs (x + xt from X [M, K], w + wt from W [N, K], dy + dyt from dY [M, N],
+// each from one read of its BF16 source) and each of the six operands alone. Tuned configs are
+// used where the cache has them (FP4JIT_NO_TUNED=1: the heuristic's), so that the two can be
+// compared. Sources rotate over more than the L2 cache; effective GB/s counts the source's bytes
+// and the outputs' (codes, scales, tensor scale).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -82,15 +91,15 @@ TensorView random_bf16(Memory& mem, std::int64_t rows, std::int64_t cols, std::u
   return TensorView{mem.make(h.size() * 2, h.data()), DType::bf16, rows, cols, 0};
 }
 
-QuantizedView quantized(Engine& engine, Memory& mem, const Recipe& recipe, Role role,
-                        const TensorView& src) {
-  const QuantLayout l = engine.layout(recipe, role, src.rows, src.cols);
+// The output buffers of one operand (with room for an OCC residual where the recipe clamps: an
+// eighth of the elements).
+QuantizedView operand_buffers(Memory& mem, const QuantLayout& l, bool occ) {
   QuantizedView v;
   v.codes = static_cast<std::uint8_t*>(mem.make(static_cast<std::size_t>(l.code_bytes())));
   v.scales = mem.make(static_cast<std::size_t>(l.scale_count() * (l.scale_is_code ? 1 : 4)));
   v.tensor_scale = static_cast<float*>(mem.make(4));
   v.amax = static_cast<float*>(mem.make(4));
-  if (recipe[role].occ) {
+  if (occ) {
     v.residual_capacity = l.rows * l.cols / 8 + 1024;
     v.residual_index =
         static_cast<std::int64_t*>(mem.make(static_cast<std::size_t>(v.residual_capacity) * 8));
@@ -98,6 +107,13 @@ QuantizedView quantized(Engine& engine, Memory& mem, const Recipe& recipe, Role 
         static_cast<float*>(mem.make(static_cast<std::size_t>(v.residual_capacity) * 4));
     v.residual_count = static_cast<std::int64_t*>(mem.make(8));
   }
+  return v;
+}
+
+QuantizedView quantized(Engine& engine, Memory& mem, const Recipe& recipe, Role role,
+                        const TensorView& src) {
+  const QuantizedView v = operand_buffers(
+      mem, engine.layout(recipe, role, src.rows, src.cols), recipe[role].occ);
   engine.quantize(recipe, role, src, v, {.seed = 1, .offset = 0});
   return v;
 }
@@ -265,6 +281,110 @@ void run_bench(const BenchOptions& o) {
   }
 }
 
+struct QuantBenchOptions {
+  std::string recipe, backend = "cuda", what = "all", json;
+  std::vector<std::string> gemms;
+  int iters = 0;  // 0: 50 on CUDA, 5 on the host
+};
+
+// Bytes a quantized operand's outputs take (what effective GB/s counts besides the source).
+std::int64_t output_bytes(const QuantLayout& l) {
+  return l.code_bytes() + l.scale_count() * (l.scale_is_code ? 1 : 4) + (l.two_level ? 4 : 0);
+}
+
+void run_quant_bench(const QuantBenchOptions& o) {
+  const Recipe recipe = parse_recipe(o.recipe);
+  EngineOptions eo;
+  eo.backend = parse_named(backend_names(), o.backend, "backend");
+  if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
+    fail(ErrorKind::invalid_argument, "bench quantize: --backend must be cuda or host");
+  const bool device = eo.backend == BackendKind::cuda;
+#if defined(FP4JIT_HAVE_CUDA)
+  std::unique_ptr<cuda::DeviceScope> scope;
+  if (device) scope = std::make_unique<cuda::DeviceScope>(0);
+#endif
+  Engine engine(eo);
+  const int iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
+  fmt::print("fp4jit bench quantize: recipe {} on {}; BF16 sources; median of {} runs\n",
+             recipe.preset, engine.description(), iters);
+  struct Problem {
+    Role role;
+    bool pair;
+  };
+  std::vector<Problem> problems;
+  if (o.what != "operands")
+    for (Role r : {Role::x, Role::w, Role::dy}) problems.push_back({r, true});
+  if (o.what != "pairs")
+    for (Role r : {Role::x, Role::xt, Role::w, Role::wt, Role::dy, Role::dyt})
+      problems.push_back({r, false});
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& text : o.gemms) {
+    const GemmShape layer = parse_gemm_shape(text);  // tokens x out x in
+    for (const Problem& p : problems) {
+      // The role's source: X [tokens, in], W [out, in], dY [tokens, out].
+      const bool weight = p.role == Role::w || p.role == Role::wt;
+      const bool grad = p.role == Role::dy || p.role == Role::dyt;
+      const std::int64_t rows = weight ? layer.n : layer.m;
+      const std::int64_t cols = grad ? layer.n : layer.k;
+      const Role partner = transposed_copy(p.role);
+      const QuantLayout l = engine.layout(recipe, p.role, rows, cols);
+      const QuantLayout lt = engine.layout(recipe, partner, rows, cols);
+      const std::int64_t bytes =
+          rows * cols * 2 + output_bytes(l) + (p.pair ? output_bytes(lt) : 0);
+      const int sets =
+          device ? static_cast<int>(std::clamp<std::int64_t>(200'000'000 / bytes + 1, 1, 8)) : 1;
+      Memory mem(device);
+      struct QSet {
+        TensorView in;
+        QuantizedView out, out_t;
+      };
+      std::vector<QSet> rotation;
+      for (int i = 0; i < sets; ++i)
+        rotation.push_back(
+            {random_bf16(mem, rows, cols, 21 + static_cast<std::uint32_t>(i)),
+             operand_buffers(mem, l, recipe[p.role].occ),
+             p.pair ? operand_buffers(mem, lt, recipe[partner].occ) : QuantizedView{}});
+      Timer timer(device);
+      const double ms = timer.median_ms(iters, [&](int i) {
+        const QSet& set = rotation[static_cast<std::size_t>(i) % rotation.size()];
+        const QuantizeArgs args{.seed = 5, .offset = static_cast<std::uint64_t>(i) * 4096};
+        if (p.pair)
+          engine.quantize_pair(recipe, p.role, set.in, set.out, set.out_t, args);
+        else
+          engine.quantize(recipe, p.role, set.in, set.out, args);
+      });
+      const double b2b = timer.back_to_back_ms();
+      const std::string what = p.pair ? fmt::format("{}+{}", name(p.role), name(partner))
+                                      : std::string(name(p.role));
+      const double gbps = static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+      fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  (host {:.1f} us per call; {} sets)\n",
+                 what, fmt::format("{}x{}", rows, cols), ms, gbps, timer.host_ms() * 1e3, sets);
+      if (b2b > 0.0)
+        fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  back to back\n", "", "", b2b,
+                   static_cast<double>(bytes) / (b2b * 1e-3) / 1e9);
+      results.push_back({{"recipe", recipe.preset},
+                         {"problem", what},
+                         {"role", name(p.role)},
+                         {"pair", p.pair},
+                         {"rows", rows},
+                         {"cols", cols},
+                         {"backend", o.backend},
+                         {"bytes", bytes},
+                         {"median_ms", ms},
+                         {"host_ms", timer.host_ms()},
+                         {"back_to_back_ms", b2b},
+                         {"gbps", gbps},
+                         {"iters", iters},
+                         {"sets", sets}});
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << nlohmann::json{{"device", engine.description()}, {"results", results}}.dump(2) << "\n";
+    if (!f) fail(ErrorKind::io, "bench quantize: could not write {}", o.json);
+  }
+}
+
 }  // namespace
 
 void add_bench_commands(CLI::App& app) {
@@ -293,6 +413,25 @@ void add_bench_commands(CLI::App& app) {
   cmd->add_option("--iters", o->iters, "Timed runs per GEMM (0: 50 on CUDA, 5 on the host)");
   cmd->add_option("--json", o->json, "Write the results as JSON to this file");
   cmd->callback([o] { run_bench(*o); });
+
+  auto q = std::make_shared<QuantBenchOptions>();
+  CLI::App* qcmd = bench->add_subcommand(
+      "quantize",
+      "Time the quantize calls of linear layers' training steps (the pairs x + xt, w + wt, "
+      "dy + dyt, and each operand alone); prints GB/s");
+  qcmd->add_option("--recipe,-r", q->recipe, "Recipe text, e.g. nvfp4")->required();
+  qcmd->add_option("--gemm", q->gemms,
+                   "Layer shape tokens x out x in, e.g. 8192x4096x4096 (repeatable)")
+      ->required();
+  qcmd->add_option("--what", q->what, "Which calls")
+      ->check(one_of("what", {"all", "pairs", "operands"}))
+      ->capture_default_str();
+  qcmd->add_option("--backend", q->backend, "cuda or host")
+      ->check(one_of("backend", {"cuda", "host"}))
+      ->capture_default_str();
+  qcmd->add_option("--iters", q->iters, "Timed runs per call (0: 50 on CUDA, 5 on the host)");
+  qcmd->add_option("--json", q->json, "Write the results as JSON to this file");
+  qcmd->callback([q] { run_quant_bench(*q); });
 }
 
 }  // namespace fp4jit::cli

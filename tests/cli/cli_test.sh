@@ -348,6 +348,22 @@ assert [r["op"] for r in plain] == ["fprop", "dgrad", "wgrad"], plain
 assert not any(r["bias"] or r["accumulate"] for r in plain), plain
 assert len(epi) == 1 and epi[0]["bias"] and epi[0]["accumulate"] and epi[0]["tflops"] > 0, epi
 PY
+  # bench quantize: a layer's pairs and its six operands alone, each source in its own shape
+  run_ok bench quantize --backend host -r nvfp4 --gemm 64x96x128 --iters 1 --json q.json
+  [[ $(grep -cE '^  [a-z+]+ +[0-9]+x[0-9]+ ' out.txt) == 9 ]] || die "not one line per quantize call"
+  run_ok bench quantize --backend host -r mxfp4 --gemm 64x96x128 --what pairs --iters 1 --json qp.json
+  python3 - <<'PY' || die "bench quantize JSON"
+import json
+q = json.load(open("q.json"))["results"]
+assert [r["problem"] for r in q] == ["x+xt", "w+wt", "dy+dyt", "x", "xt", "w", "wt", "dy", "dyt"], q
+shape = {r["problem"]: (r["rows"], r["cols"]) for r in q}
+assert shape["x+xt"] == (64, 128) and shape["w"] == (96, 128) and shape["dyt"] == (64, 96), shape
+assert all(r["gbps"] > 0 and r["bytes"] > r["rows"] * r["cols"] * 2 for r in q), q
+assert [r["pair"] for r in q] == [True] * 3 + [False] * 6, q
+qp = json.load(open("qp.json"))["results"]
+assert [r["problem"] for r in qp] == ["x+xt", "w+wt", "dy+dyt"] and qp[0]["recipe"] == "mxfp4", qp
+PY
+  expect_exit 2 "what" bench quantize --backend host -r nvfp4 --gemm 64x96x128 --what gemms
 }
 
 case_bundle() {  # export / verify / import, layering, a tampered bundle refused, a cached second run
