@@ -2,7 +2,8 @@
 # Tuning on a GPU machine, for the record: for each recipe, fp4jit tune over every linear layer
 # of LLaMA-7B at 8192 tokens into a fresh cache (wall time), the tuned GEMMs against the
 # heuristic's (the tuner's own measurements, then fp4jit bench with and without tuned configs),
-# a bundle exported and imported into another fresh cache, and a second process that must run
+# the step's quantize calls likewise (fp4jit bench quantize), a bundle exported and imported into
+# another fresh cache, and a second process that must run
 # every GEMM from it without compiling (FP4JIT_NO_COMPILE=1). Logs, JSON, HTML and bundles go to
 # $OUT.
 #   FP4JIT=build/fp4jit OUT=/tmp/out bash bench/tune_device.sh
@@ -53,6 +54,14 @@ for r in $RECIPES; do
       --json "$OUT/bench_${r}_${l}_heuristic.json" 2>&1 | sed 's/^/heuristic /' | tee -a "$LOG"
     FP4JIT_CACHE="$DB" "$FP4JIT" bench gemm --backend cuda -r "$r" --gemm "$l" \
       --json "$OUT/bench_${r}_${l}_tuned.json" 2>&1 | sed 's/^/tuned     /' | tee -a "$LOG"
+  done
+
+  say "bench $r quantize: heuristic (FP4JIT_NO_TUNED=1) vs tuned"
+  for l in $LAYERS; do
+    FP4JIT_CACHE="$DB" FP4JIT_NO_TUNED=1 "$FP4JIT" bench quantize --backend cuda -r "$r" --gemm "$l" \
+      --json "$OUT/bench_${r}_${l}_quantize_heuristic.json" 2>&1 | sed 's/^/heuristic /' | tee -a "$LOG"
+    FP4JIT_CACHE="$DB" "$FP4JIT" bench quantize --backend cuda -r "$r" --gemm "$l" \
+      --json "$OUT/bench_${r}_${l}_quantize_tuned.json" 2>&1 | sed 's/^/tuned     /' | tee -a "$LOG"
   done
 
   say "bundle $r"
