@@ -399,16 +399,17 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr int kColsPerWord = 4 / kEsz;
   constexpr bool kRequant = tile_raw_requant<Cfg>();
   constexpr bool kHalves = kRows && kCols && !kRequant;  // half the CTA on each operand
-  // A transposed unit is a column word's row group (both of a 16-bit word's columns), unless that
-  // leaves threads of the transposed operand's share without a unit: then each column of a word
-  // is a unit of its own (kSplitCols), so that no warp idles while the others carry twice its
-  // elements to the tile's barrier (mxfp4's 1 x 32 pairs on 512 threads: 128 word units for 256
-  // threads, a third of the warps' time spent waiting there; Nsight Compute, H200). The word is
-  // then read by both of its columns' lanes (one broadcast read) and its block maxima taken for
-  // both columns by each.
-  constexpr int kColThreads = kHalves ? Cfg::threads / 2 : Cfg::threads;
+  // A transposed unit is a column word's row group (both of a 16-bit word's columns), unless, in a
+  // pair's halves, that leaves threads of the transposed operand's half without a unit: then each
+  // column of a word is a unit of its own (kSplitCols), so that no warp idles while the others
+  // carry twice its elements to the tile's barrier (mxfp4's 1 x 32 pairs on 512 threads, one CTA
+  // per SM: 128 word units for 256 threads, a third of the warps' time spent waiting there;
+  // Nsight Compute, H200; split, the pair 1.04-1.05x faster). The word is then read by both of
+  // its columns' lanes (one broadcast read) and its block maxima taken for both columns by each.
+  // Not for double quantization's column phase (every thread, after the row phase): tetrajet's x
+  // pair (256 threads, several CTAs per SM to fill the idle lanes' time) lost 2 % split.
   constexpr int kWordUnits = kCols ? kWordsPerRow * (kTM / kGC) : 0;
-  constexpr bool kSplitCols = kCols && kColsPerWord == 2 && kWordUnits < kColThreads;
+  constexpr bool kSplitCols = kHalves && kColsPerWord == 2 && kWordUnits < Cfg::threads / 2;
   constexpr int kLinesPerRow = kSplitCols ? kTN : kWordsPerRow;  // a unit's columns: one line
   constexpr int kUnitCols = kSplitCols ? 1 : kColsPerWord;
   [[maybe_unused]] constexpr int kColUnits = kCols ? kLinesPerRow * (kTM / kGC) : 0;
