@@ -3,9 +3,8 @@
 # of LLaMA-7B at 8192 tokens into a fresh cache (wall time), the tuned GEMMs against the
 # heuristic's (the tuner's own measurements, then fp4jit bench with and without tuned configs),
 # the step's quantize calls likewise (fp4jit bench quantize), a bundle exported and imported into
-# another fresh cache, and a second process that must run
-# every GEMM from it without compiling (FP4JIT_NO_COMPILE=1). Logs, JSON, HTML and bundles go to
-# $OUT.
+# another fresh cache, and a second process that must run every GEMM from it without compiling
+# (FP4JIT_NO_COMPILE=1). Logs, JSON, HTML and bundles go to $OUT.
 #   FP4JIT=build/fp4jit OUT=/tmp/out bash bench/tune_device.sh
 # Env: RECIPES (default "nvfp4 mxfp4"), MODEL (llama-7b), TOKENS (8192), PEERS (a peers.json from
 # ../shared/bench/peers.py, shown beside ours in the report) or PEERS_PY (that script: run here

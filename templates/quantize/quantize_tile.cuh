@@ -284,8 +284,9 @@ FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v
 }
 // The warps that sum a raw tile's columns: in mode both (half the CTA on each operand) those of
 // a half that its operand's units leave idle (where there are any: tile_raw splits column words
-// into two units where it would), else the row-wise operand's half (the transposed operand's units read column words and carry the
-// wgrad operands' Hadamard transforms: the heavier half); else, one operand, all.
+// into one unit per column where they would), else the row-wise operand's half (the transposed
+// operand's units read column words and carry the wgrad operands' Hadamard transforms: the
+// heavier half); else, one operand, all.
 struct WarpRange {
   int first, count;
 };
