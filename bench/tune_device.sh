@@ -47,20 +47,18 @@ for r in $RECIPES; do
   FP4JIT_CACHE="$DB" "$FP4JIT" tune --backend cuda --recipe "$r" --model "$MODEL" --tokens "$TOKENS" --json \
     >"$OUT/tune_$r.json" 2>>"$LOG"
 
-  say "bench $r: heuristic (FP4JIT_NO_TUNED=1) vs tuned"
-  for l in $LAYERS; do
-    FP4JIT_CACHE="$DB" FP4JIT_NO_TUNED=1 "$FP4JIT" bench gemm --backend cuda -r "$r" --gemm "$l" \
-      --json "$OUT/bench_${r}_${l}_heuristic.json" 2>&1 | sed 's/^/heuristic /' | tee -a "$LOG"
-    FP4JIT_CACHE="$DB" "$FP4JIT" bench gemm --backend cuda -r "$r" --gemm "$l" \
-      --json "$OUT/bench_${r}_${l}_tuned.json" 2>&1 | sed 's/^/tuned     /' | tee -a "$LOG"
-  done
-
-  say "bench $r quantize: heuristic (FP4JIT_NO_TUNED=1) vs tuned"
-  for l in $LAYERS; do
-    FP4JIT_CACHE="$DB" FP4JIT_NO_TUNED=1 "$FP4JIT" bench quantize --backend cuda -r "$r" --gemm "$l" \
-      --json "$OUT/bench_${r}_${l}_quantize_heuristic.json" 2>&1 | sed 's/^/heuristic /' | tee -a "$LOG"
-    FP4JIT_CACHE="$DB" "$FP4JIT" bench quantize --backend cuda -r "$r" --gemm "$l" \
-      --json "$OUT/bench_${r}_${l}_quantize_tuned.json" 2>&1 | sed 's/^/tuned     /' | tee -a "$LOG"
+  # The layers' GEMMs (bench_R_LAYER_{heuristic,tuned}.json), then their quantize calls
+  # (bench_R_LAYER_quantize_{heuristic,tuned}.json), each with FP4JIT_NO_TUNED=1 and without.
+  for kind in gemm quantize; do
+    tag=$([ $kind = gemm ] && echo "" || echo "quantize_")
+    say "bench $kind $r: heuristic (FP4JIT_NO_TUNED=1) vs tuned"
+    for l in $LAYERS; do
+      for how in heuristic tuned; do
+        env FP4JIT_CACHE="$DB" $([ $how = heuristic ] && echo FP4JIT_NO_TUNED=1) "$FP4JIT" bench $kind \
+          --backend cuda -r "$r" --gemm "$l" --json "$OUT/bench_${r}_${l}_${tag}${how}.json" 2>&1 |
+          sed "s/^/$(printf '%-9s' $how) /" | tee -a "$LOG"
+      done
+    done
   done
 
   say "bundle $r"

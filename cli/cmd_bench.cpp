@@ -182,20 +182,48 @@ double Timer::median_ms(int iters, Fn fn) {
   return ms[ms.size() / 2];
 }
 
-void run_bench(const BenchOptions& o) {
-  const Recipe recipe = parse_recipe(o.recipe);
-  EngineOptions eo;
-  eo.backend = parse_named(backend_names(), o.backend, "backend");
-  if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
-    fail(ErrorKind::invalid_argument, "bench gemm: --backend must be cuda or host");
-  const bool device = eo.backend == BackendKind::cuda;
+// What both benchmarks set up: the recipe, the backend (CUDA or host, with CUDA's device scope
+// held for the run), the engine on it and the number of timed runs.
+struct BenchRun {
+  Recipe recipe;
+  bool device = false;
 #if defined(FP4JIT_HAVE_CUDA)
   std::unique_ptr<cuda::DeviceScope> scope;
-  if (device) scope = std::make_unique<cuda::DeviceScope>(0);
 #endif
-  Engine engine(eo);
+  std::unique_ptr<Engine> engine;
+  int iters = 0;
+
+  BenchRun(std::string_view command, const std::string& recipe_text, const std::string& backend,
+           int iters_arg)
+      : recipe(parse_recipe(recipe_text)) {
+    EngineOptions eo;
+    eo.backend = parse_named(backend_names(), backend, "backend");
+    if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
+      fail(ErrorKind::invalid_argument, "bench {}: --backend must be cuda or host", command);
+    device = eo.backend == BackendKind::cuda;
+#if defined(FP4JIT_HAVE_CUDA)
+    if (device) scope = std::make_unique<cuda::DeviceScope>(0);
+#endif
+    engine = std::make_unique<Engine>(eo);
+    iters = iters_arg > 0 ? iters_arg : (device ? 50 : 5);
+  }
+
+  void write_json(std::string_view command, const std::string& path,
+                  const nlohmann::json& results) const {
+    if (path.empty()) return;
+    std::ofstream f(path);
+    f << nlohmann::json{{"device", engine->description()}, {"results", results}}.dump(2) << "\n";
+    if (!f) fail(ErrorKind::io, "bench {}: could not write {}", command, path);
+  }
+};
+
+void run_bench(const BenchOptions& o) {
+  const BenchRun run("gemm", o.recipe, o.backend, o.iters);
+  const Recipe& recipe = run.recipe;
+  const bool device = run.device;
+  Engine& engine = *run.engine;
+  const int iters = run.iters;
   const DType out_dtype = parse_dtype(o.out_dtype);
-  const int iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
   fmt::print("fp4jit bench gemm: recipe {} on {}; output {}; median of {} runs\n", recipe.preset,
              engine.description(), name(out_dtype), iters);
   nlohmann::json results = nlohmann::json::array();
@@ -274,11 +302,7 @@ void run_bench(const BenchOptions& o) {
                          {"accumulate", o.accumulate}});
     }
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << nlohmann::json{{"device", engine.description()}, {"results", results}}.dump(2) << "\n";
-    if (!f) fail(ErrorKind::io, "bench gemm: could not write {}", o.json);
-  }
+  run.write_json("gemm", o.json, results);
 }
 
 struct QuantBenchOptions {
@@ -293,18 +317,11 @@ std::int64_t output_bytes(const QuantLayout& l) {
 }
 
 void run_quant_bench(const QuantBenchOptions& o) {
-  const Recipe recipe = parse_recipe(o.recipe);
-  EngineOptions eo;
-  eo.backend = parse_named(backend_names(), o.backend, "backend");
-  if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
-    fail(ErrorKind::invalid_argument, "bench quantize: --backend must be cuda or host");
-  const bool device = eo.backend == BackendKind::cuda;
-#if defined(FP4JIT_HAVE_CUDA)
-  std::unique_ptr<cuda::DeviceScope> scope;
-  if (device) scope = std::make_unique<cuda::DeviceScope>(0);
-#endif
-  Engine engine(eo);
-  const int iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
+  const BenchRun run("quantize", o.recipe, o.backend, o.iters);
+  const Recipe& recipe = run.recipe;
+  const bool device = run.device;
+  Engine& engine = *run.engine;
+  const int iters = run.iters;
   fmt::print("fp4jit bench quantize: recipe {} on {}; BF16 sources; median of {} runs\n",
              recipe.preset, engine.description(), iters);
   struct Problem {
@@ -378,11 +395,7 @@ void run_quant_bench(const QuantBenchOptions& o) {
                          {"sets", sets}});
     }
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << nlohmann::json{{"device", engine.description()}, {"results", results}}.dump(2) << "\n";
-    if (!f) fail(ErrorKind::io, "bench quantize: could not write {}", o.json);
-  }
+  run.write_json("quantize", o.json, results);
 }
 
 }  // namespace
