@@ -282,6 +282,32 @@ FP4JIT_DEV int raw_chunk(int r, int c) {
 FP4JIT_DEV void store_chunk_sum(const QuantizeArgs& a, i64 chunk, i64 c, float v) {
   if (chunk * kSumChunkRows < a.rows && c < a.cols) a.col_sums[chunk * a.cols + c] = v;
 }
+// The transposed operand's units in a raw tile of tile_rows x tile_cols elements of in_bytes each
+// (tile_raw), for groups of `group` operand elements (source rows). A unit is a column word's row
+// group (a 4-byte word: both of a 16-bit word's columns), unless, in a pair's halves (half the CTA
+// on each operand), that leaves threads of the transposed operand's half without a unit: then
+// each column of a word is a unit of its own (split), so that no warp idles while the others
+// carry twice its elements to the tile's barrier (mxfp4's 1 x 32 pairs on 512 threads, one CTA
+// per SM: 128 word units for 256 threads, a third of the warps' time spent waiting there;
+// Nsight Compute, H200; split, the pair 1.04-1.05x faster). The word is then read by both of its
+// columns' lanes (one broadcast read) and its block maxima taken for both columns by each. Not
+// for double quantization's column phase (every thread, after the row phase): tetrajet's x pair
+// (256 threads, several CTAs per SM to fill the idle lanes' time) lost 2 % split.
+struct ColUnits {
+  bool split;         // one column per unit
+  int lines_per_row;  // units per row group: column words, or columns when split
+  int unit_cols;      // columns per unit
+  int units;          // per tile
+};
+FP4JIT_CONSTEXPR ColUnits col_units(bool cols, bool halves, int threads, int tile_rows,
+                                    int tile_cols, int in_bytes, int group) {
+  const int words = tile_cols * in_bytes / 4, cols_per_word = 4 / in_bytes;
+  const int word_units = cols ? words * (tile_rows / group) : 0;
+  const bool split = halves && cols_per_word == 2 && word_units < threads / 2;
+  const int lines = split ? tile_cols : words;
+  return ColUnits{split, lines, split ? 1 : cols_per_word, cols ? lines * (tile_rows / group) : 0};
+}
+
 // The warps that sum a raw tile's columns: in mode both (half the CTA on each operand) those of
 // a half that its operand's units leave idle (where there are any: tile_raw splits column words
 // into one unit per column where they would), else the row-wise operand's half (the transposed
@@ -396,24 +422,14 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr bool kStats = Cfg::phase == Phase::stats;
   constexpr int kGR = group_size<RowOp>(), kGC = group_size<ColOp>();
   [[maybe_unused]] constexpr int kRowUnits = kRows ? kTM * (kTN / kGR) : 0;  // a row group each
-  constexpr int kWordsPerRow = kTN * kEsz / 4;
   constexpr int kColsPerWord = 4 / kEsz;
   constexpr bool kRequant = tile_raw_requant<Cfg>();
   constexpr bool kHalves = kRows && kCols && !kRequant;  // half the CTA on each operand
-  // A transposed unit is a column word's row group (both of a 16-bit word's columns), unless, in a
-  // pair's halves, that leaves threads of the transposed operand's half without a unit: then each
-  // column of a word is a unit of its own (kSplitCols), so that no warp idles while the others
-  // carry twice its elements to the tile's barrier (mxfp4's 1 x 32 pairs on 512 threads, one CTA
-  // per SM: 128 word units for 256 threads, a third of the warps' time spent waiting there;
-  // Nsight Compute, H200; split, the pair 1.04-1.05x faster). The word is then read by both of
-  // its columns' lanes (one broadcast read) and its block maxima taken for both columns by each.
-  // Not for double quantization's column phase (every thread, after the row phase): tetrajet's x
-  // pair (256 threads, several CTAs per SM to fill the idle lanes' time) lost 2 % split.
-  constexpr int kWordUnits = kCols ? kWordsPerRow * (kTM / kGC) : 0;
-  constexpr bool kSplitCols = kHalves && kColsPerWord == 2 && kWordUnits < Cfg::threads / 2;
-  constexpr int kLinesPerRow = kSplitCols ? kTN : kWordsPerRow;  // a unit's columns: one line
-  constexpr int kUnitCols = kSplitCols ? 1 : kColsPerWord;
-  [[maybe_unused]] constexpr int kColUnits = kCols ? kLinesPerRow * (kTM / kGC) : 0;
+  constexpr ColUnits kCU = col_units(kCols, kHalves, Cfg::threads, kTM, kTN, kEsz, kGC);
+  constexpr bool kSplitCols = kCU.split;
+  constexpr int kLinesPerRow = kCU.lines_per_row;  // a unit's columns: one line
+  constexpr int kUnitCols = kCU.unit_cols;
+  [[maybe_unused]] constexpr int kColUnits = kCU.units;
   constexpr WarpRange kSumWarps = sum_warps(Cfg::threads / 32, kHalves, kColUnits, kRowUnits);
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 

@@ -2,10 +2,12 @@
 // templates/quantize/device.cuh) on the host, forward (quantize passes) and in reverse (stats
 // passes), for CTA counts below a grid row, above it and above the whole grid. Every CTA walks
 // t = b, b + step, ... below the total, as quantize_tile and quantize_rows do; the union of the
-// walks must be every tile once, each at the row-major place its flat index names.
+// walks must be every tile once, each at the row-major place its flat index names. And how a raw
+// tile's transposed operand is cut into units (col_units in templates/quantize/quantize_tile.cuh).
 #include "tests/emu/cuda_shim.hpp"
 // clang-format off: the shim goes first
 #include "quantize/device.cuh"
+#include "quantize/quantize_tile.cuh"
 // clang-format on
 
 #include <gtest/gtest.h>
@@ -53,6 +55,54 @@ TEST(EmuWalk, GridWalkVisitsEveryTileOnceRowByRow) {
     check_grid<false>(g.rows, g.cols, g.ctas);
     check_grid<true>(g.rows, g.cols, g.ctas);
   }
+}
+
+// In a pair's halves the transposed operand's units are column words unless those leave threads
+// of its half idle; then one column each. The cases the kernels run, then every tile shape: the
+// units cover each column of each row group once.
+TEST(EmuTileUnits, TransposedUnitsFillTheirHalfWhereWordsCannot) {
+  using kern::col_units;
+  // mxfp4's large pairs: BF16, 64 x 128 tiles, 1 x 32 groups, 512 threads: 128 word units for
+  // the 256 threads of the transposed half, so one column per unit.
+  kern::ColUnits u = col_units(true, true, 512, 64, 128, 2, 32);
+  EXPECT_TRUE(u.split);
+  EXPECT_EQ(u.units, 256);
+  EXPECT_EQ(u.unit_cols, 1);
+  EXPECT_EQ(u.lines_per_row, 128);
+  // 256 threads: 128 word units for 128 threads.
+  u = col_units(true, true, 256, 64, 128, 2, 32);
+  EXPECT_FALSE(u.split);
+  EXPECT_EQ(u.units, 128);
+  EXPECT_EQ(u.unit_cols, 2);
+  EXPECT_EQ(u.lines_per_row, 64);
+  // nvfp4's 1 x 16 groups on 512 threads: 256 word units already.
+  u = col_units(true, true, 512, 64, 128, 2, 16);
+  EXPECT_FALSE(u.split);
+  EXPECT_EQ(u.units, 256);
+  // Double quantization's column phase (no halves): words.
+  u = col_units(true, false, 256, 64, 128, 2, 32);
+  EXPECT_FALSE(u.split);
+  EXPECT_EQ(u.units, 128);
+  // FP32 input: one column per word, nothing to split.
+  u = col_units(true, true, 512, 64, 64, 4, 32);
+  EXPECT_FALSE(u.split);
+  EXPECT_EQ(u.unit_cols, 1);
+  EXPECT_EQ(col_units(false, false, 256, 64, 128, 2, 32).units, 0);
+  for (int threads : {64, 128, 256, 512, 1024})
+    for (int rows : {16, 32, 64, 128, 256})
+      for (int cols : {32, 64, 128, 256})
+        for (int in_bytes : {2, 4})
+          for (int group : {16, 32}) {
+            if (rows % group != 0) continue;
+            SCOPED_TRACE(testing::Message() << threads << " threads, " << rows << "x" << cols
+                                            << " of " << in_bytes << " bytes, groups of "
+                                            << group);
+            const kern::ColUnits c = col_units(true, true, threads, rows, cols, in_bytes, group);
+            EXPECT_EQ(c.units * c.unit_cols * group, rows * cols);
+            const int word_units = cols * in_bytes / 4 * (rows / group);
+            EXPECT_EQ(c.split, in_bytes == 2 && word_units < threads / 2);
+            EXPECT_EQ(c.units, c.split ? 2 * word_units : word_units);
+          }
 }
 
 }  // namespace
