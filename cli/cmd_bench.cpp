@@ -112,8 +112,8 @@ QuantizedView operand_buffers(Memory& mem, const QuantLayout& l, bool occ) {
 
 QuantizedView quantized(Engine& engine, Memory& mem, const Recipe& recipe, Role role,
                         const TensorView& src) {
-  const QuantizedView v = operand_buffers(
-      mem, engine.layout(recipe, role, src.rows, src.cols), recipe[role].occ);
+  const QuantizedView v =
+      operand_buffers(mem, engine.layout(recipe, role, src.rows, src.cols), recipe[role].occ);
   engine.quantize(recipe, role, src, v, {.seed = 1, .offset = 0});
   return v;
 }
@@ -371,8 +371,8 @@ void run_quant_bench(const QuantBenchOptions& o) {
           engine.quantize(recipe, p.role, set.in, set.out, args);
       });
       const double b2b = timer.back_to_back_ms();
-      const std::string what = p.pair ? fmt::format("{}+{}", name(p.role), name(partner))
-                                      : std::string(name(p.role));
+      const std::string what =
+          p.pair ? fmt::format("{}+{}", name(p.role), name(partner)) : std::string(name(p.role));
       const double gbps = static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
       fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  (host {:.1f} us per call; {} sets)\n",
                  what, fmt::format("{}x{}", rows, cols), ms, gbps, timer.host_ms() * 1e3, sets);

@@ -7,6 +7,9 @@
 #   - with --torch: PyTorch (pip, about 5 GB with its CUDA libraries; used on the CPU where no
 #     GPU is), which the tests of fp4jit.torch and the training example need (they skip without
 #     it). Not part of the test command's setup: it would add minutes to every CI run.
+#   - cuobjdump and the nvdisasm it runs, where the CUDA toolkit lacks them: NVIDIA's wheels
+#     (pip), for the tests that read the compiled GEMM kernels' SASS (a warning if that fails:
+#     those checks are then skipped, the kernels still compiled)
 #   - a warning (not an error) when the CUDA toolkit is absent from /usr/local/cuda
 set -euo pipefail
 
@@ -85,6 +88,33 @@ install_torch() {
   warn "could not install torch: the tests of fp4jit.torch and the training example will be skipped"
 }
 
+# Whether python3's site folders hold NVIDIA's wheel binary $1 (nvidia/cu*/bin/$1).
+wheel_has() {
+  python3 - "$1" <<'PY' 2>/dev/null
+import glob, os, site, sys
+dirs = [site.getusersitepackages()] + site.getsitepackages()
+sys.exit(0 if any(glob.glob(os.path.join(d, "nvidia", "cu*", "bin", sys.argv[1])) for d in dirs) else 1)
+PY
+}
+
+install_sass_tools() {
+  if [[ -x /usr/local/cuda/bin/cuobjdump && -x /usr/local/cuda/bin/nvdisasm ]] ||
+    { command -v cuobjdump >/dev/null 2>&1 && command -v nvdisasm >/dev/null 2>&1; }; then
+    say "cuobjdump and nvdisasm found"
+    return
+  fi
+  command -v python3 >/dev/null 2>&1 || { warn "no python3: the SASS checks will be skipped"; return; }
+  if wheel_has cuobjdump && wheel_has nvdisasm; then
+    say "python3's site has NVIDIA's cuobjdump and nvdisasm"
+    return
+  fi
+  say "installing nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (pip)"
+  if pip_install "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14"; then
+    wheel_has cuobjdump && wheel_has nvdisasm && return
+  fi
+  warn "could not install cuobjdump and nvdisasm: the GEMM kernels' SASS will not be read"
+}
+
 check_cuda() {
   if [[ -x /usr/local/cuda/bin/nvcc || -d /usr/local/cuda/include ]]; then
     say "CUDA toolkit found at /usr/local/cuda"
@@ -104,5 +134,6 @@ done
 
 install_packages
 install_python_modules
+install_sass_tools
 if [[ $with_torch == 1 ]]; then install_torch; fi
 check_cuda

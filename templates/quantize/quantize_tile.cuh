@@ -571,8 +571,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       const int line = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kLinesPerRow;
       const int rg = kPartedCols ? (u & 31) / kPartWords : u / kLinesPerRow;
       const int w = kSplitCols ? line / kColsPerWord : line;  // the column word
-      const int h0 = kSplitCols ? line % kColsPerWord : 0;   // the unit's first column in it
-      const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
+      const int h0 = kSplitCols ? line % kColsPerWord : 0;    // the unit's first column in it
+      const i64 c0 = i0 + static_cast<i64>(rg) * kGC;         // operand column (source row)
       int n = kGC;
       if (!whole) {
         const i64 left = a.col.cols - c0;

@@ -95,8 +95,7 @@ TEST(EmuTileUnits, TransposedUnitsFillTheirHalfWhereWordsCannot) {
           for (int group : {16, 32}) {
             if (rows % group != 0) continue;
             SCOPED_TRACE(testing::Message() << threads << " threads, " << rows << "x" << cols
-                                            << " of " << in_bytes << " bytes, groups of "
-                                            << group);
+                                            << " of " << in_bytes << " bytes, groups of " << group);
             const kern::ColUnits c = col_units(true, true, threads, rows, cols, in_bytes, group);
             EXPECT_EQ(c.units * c.unit_cols * group, rows * cols);
             const int word_units = cols * in_bytes / 4 * (rows / group);

@@ -2,18 +2,26 @@
 // three GEMMs through the real runtime compiler over a spread of configs (tile widths, ring depths,
 // raster order, output types; sm_100a: pipeline depths), the OCC compensation kernels, the stubs'
 // shape and keys, and the combinations the CUDA backend refuses with Error(unsupported).
-// sm_100a kernels are compiled here and inspected with cuobjdump on a device machine; they have
-// NOT been run on hardware.
+// Where a cuobjdump is found (scripts/setup.sh installs NVIDIA's from PyPI), each compiled kernel's
+// SASS is read back: sm_90a GEMMs on FP8 operands issue QGMMA and no other matrix instruction,
+// those on 16-bit operands HGMMA, sm_100a's the block-scaled UTCOMMA, expansions none.
+// sm_100a kernels are compiled and their SASS read here; they have NOT been run on hardware.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
+#include <unistd.h>
+
+#include "cache/cache.hpp"
 #include "codegen/gemm.hpp"
 #include "gemm/sm90/staged_geometry.cuh"
 #include "runtime/compile.hpp"
 #include "runtime/cuda/gemm_plan.hpp"
+#include "runtime/cuda/kernel_binary.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "tests/nvrtc/sass.hpp"
 
 namespace fp4jit {
 namespace {
@@ -177,9 +185,32 @@ TEST_P(GemmCompiles, EveryGemmOverASpreadOfConfigs) {
   if (mine.kernels.empty()) GTEST_SKIP() << preset << " has no " << arch << " GEMM kernel";
   // Every kernel of the preset compiled by an earlier preset's test (tetrajet after mxfp4).
   if (kernels.empty()) return;
-  const auto compiled = compile_sources(kernels, nullptr, 0);
-  ASSERT_EQ(compiled.size(), kernels.size());
-  for (const auto& k : compiled) EXPECT_FALSE(k.from_cache);
+  // Into a cache of the test's own, whose binaries the SASS checks read back.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    fmt::format("fp4jit-gemm-{}-{}-{}", getpid(), preset, arch);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    KernelCache cache((dir / "cache.db").string());
+    const auto compiled = compile_sources(kernels, &cache, 0);
+    ASSERT_EQ(compiled.size(), kernels.size());
+    for (const auto& k : compiled) EXPECT_FALSE(k.from_cache);
+    const std::string cuobjdump = test_util::find_cuobjdump();
+    RecordProperty("sass", cuobjdump.empty() ? "not read: no cuobjdump" : cuobjdump);
+    if (!cuobjdump.empty()) {
+      for (const auto& k : kernels) {
+        SCOPED_TRACE(k.key_text);
+        const cuda::KernelBinary bin = cuda::kernel_binary(k, &cache);
+        EXPECT_TRUE(bin.from_cache);
+        const std::set<std::string> got = test_util::mma_mnemonics(cuobjdump, bin.cubin, dir);
+        const test_util::MmaExpectation want = test_util::expected_mma(k.key_text);
+        for (const auto& m : want.must)
+          EXPECT_TRUE(got.contains(m)) << "no " << m << " in the SASS";
+        for (const auto& m : got) EXPECT_FALSE(want.must_not.contains(m)) << m << " in the SASS";
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 std::vector<Target> targets() {
