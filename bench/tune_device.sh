@@ -6,6 +6,8 @@
 # another fresh cache, and a second process that must run every GEMM from it without compiling
 # (FP4JIT_NO_COMPILE=1). Logs, JSON, HTML and bundles go to $OUT.
 #   FP4JIT=build/fp4jit OUT=/tmp/out bash bench/tune_device.sh
+# One recipe takes 4-6 minutes on an H200 (LLaMA-7B at 8192 tokens: the tuning, 12 benches, the
+# bundle steps); a machine lent for 10-minute commands fits one recipe per call (RECIPES=mxfp4).
 # Env: RECIPES (default "nvfp4 mxfp4"), MODEL (llama-7b), TOKENS (8192), PEERS (a peers.json from
 # ../shared/bench/peers.py, shown beside ours in the report) or PEERS_PY (that script: run here
 # first, over every GEMM shape of LLaMA-7B's layers), TUNE_ARGS (extra fp4jit tune options, e.g.
