@@ -39,10 +39,15 @@ namespace fp4jit::cli {
 
 namespace {
 
-struct BenchOptions {
-  std::string recipe, backend = "cuda", out_dtype = "bfloat16", op = "all", json;
+// What both benchmarks take: a recipe, layer shapes, the backend, the timed runs, a JSON file.
+struct BenchCommon {
+  std::string recipe, backend = "cuda", json;
   std::vector<std::string> gemms;
   int iters = 0;  // 0: 50 on CUDA, 5 on the host
+};
+
+struct BenchOptions : BenchCommon {
+  std::string out_dtype = "bfloat16", op = "all";
   bool bias = false, accumulate = false;
 };
 
@@ -193,11 +198,9 @@ struct BenchRun {
   std::unique_ptr<Engine> engine;
   int iters = 0;
 
-  BenchRun(std::string_view command, const std::string& recipe_text, const std::string& backend,
-           int iters_arg)
-      : recipe(parse_recipe(recipe_text)) {
+  BenchRun(std::string_view command, const BenchCommon& o) : recipe(parse_recipe(o.recipe)) {
     EngineOptions eo;
-    eo.backend = parse_named(backend_names(), backend, "backend");
+    eo.backend = parse_named(backend_names(), o.backend, "backend");
     if (eo.backend != BackendKind::cuda && eo.backend != BackendKind::host)
       fail(ErrorKind::invalid_argument, "bench {}: --backend must be cuda or host", command);
     device = eo.backend == BackendKind::cuda;
@@ -205,7 +208,7 @@ struct BenchRun {
     if (device) scope = std::make_unique<cuda::DeviceScope>(0);
 #endif
     engine = std::make_unique<Engine>(eo);
-    iters = iters_arg > 0 ? iters_arg : (device ? 50 : 5);
+    iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
   }
 
   void write_json(std::string_view command, const std::string& path,
@@ -218,7 +221,7 @@ struct BenchRun {
 };
 
 void run_bench(const BenchOptions& o) {
-  const BenchRun run("gemm", o.recipe, o.backend, o.iters);
+  const BenchRun run("gemm", o);
   const Recipe& recipe = run.recipe;
   const bool device = run.device;
   Engine& engine = *run.engine;
@@ -305,10 +308,8 @@ void run_bench(const BenchOptions& o) {
   run.write_json("gemm", o.json, results);
 }
 
-struct QuantBenchOptions {
-  std::string recipe, backend = "cuda", what = "all", json;
-  std::vector<std::string> gemms;
-  int iters = 0;  // 0: 50 on CUDA, 5 on the host
+struct QuantBenchOptions : BenchCommon {
+  std::string what = "all";
 };
 
 // Bytes a quantized operand's outputs take (what effective GB/s counts besides the source).
@@ -317,7 +318,7 @@ std::int64_t output_bytes(const QuantLayout& l) {
 }
 
 void run_quant_bench(const QuantBenchOptions& o) {
-  const BenchRun run("quantize", o.recipe, o.backend, o.iters);
+  const BenchRun run("quantize", o);
   const Recipe& recipe = run.recipe;
   const bool device = run.device;
   Engine& engine = *run.engine;
@@ -400,6 +401,20 @@ void run_quant_bench(const QuantBenchOptions& o) {
 
 }  // namespace
 
+// The options of BenchCommon on `cmd`; `per`: what one timed run is ("GEMM", "call").
+void add_common_options(CLI::App* cmd, BenchCommon& o, std::string_view per) {
+  cmd->add_option("--recipe,-r", o.recipe, "Recipe text, e.g. nvfp4")->required();
+  cmd->add_option("--gemm", o.gemms,
+                  "Layer shape tokens x out x in, e.g. 8192x4096x4096 (repeatable)")
+      ->required();
+  cmd->add_option("--backend", o.backend, "cuda or host")
+      ->check(one_of("backend", {"cuda", "host"}))
+      ->capture_default_str();
+  cmd->add_option("--iters", o.iters,
+                  fmt::format("Timed runs per {} (0: 50 on CUDA, 5 on the host)", per));
+  cmd->add_option("--json", o.json, "Write the results as JSON to this file");
+}
+
 void add_bench_commands(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks of fp4jit's kernels");
   bench->require_subcommand(1);
@@ -407,15 +422,9 @@ void add_bench_commands(CLI::App& app) {
   CLI::App* cmd = bench->add_subcommand("gemm",
                                         "Time the GEMMs of linear layers (fprop, dgrad, wgrad) on "
                                         "quantized operands; prints TFLOP/s");
-  cmd->add_option("--recipe,-r", o->recipe, "Recipe text, e.g. nvfp4")->required();
-  cmd->add_option("--gemm", o->gemms,
-                  "Layer shape tokens x out x in, e.g. 8192x4096x4096 (repeatable)")
-      ->required();
+  add_common_options(cmd, *o, "GEMM");
   cmd->add_option("--op", o->op, "Which GEMMs")
       ->check(one_of("op", {"all", "fprop", "dgrad", "wgrad"}))
-      ->capture_default_str();
-  cmd->add_option("--backend", o->backend, "cuda or host")
-      ->check(one_of("backend", {"cuda", "host"}))
       ->capture_default_str();
   cmd->add_option("--out-dtype", o->out_dtype, "Output type")
       ->check(one_of("dtype", dtype_option_names()))
@@ -423,8 +432,6 @@ void add_bench_commands(CLI::App& app) {
   cmd->add_flag("--bias", o->bias, "Add a BF16 bias of N elements in the epilogue");
   cmd->add_flag("--accumulate", o->accumulate,
                 "Add into the output (beta = 1, C = D), as gradient accumulation does");
-  cmd->add_option("--iters", o->iters, "Timed runs per GEMM (0: 50 on CUDA, 5 on the host)");
-  cmd->add_option("--json", o->json, "Write the results as JSON to this file");
   cmd->callback([o] { run_bench(*o); });
 
   auto q = std::make_shared<QuantBenchOptions>();
@@ -432,18 +439,10 @@ void add_bench_commands(CLI::App& app) {
       "quantize",
       "Time the quantize calls of linear layers' training steps (the pairs x + xt, w + wt, "
       "dy + dyt, and each operand alone); prints GB/s");
-  qcmd->add_option("--recipe,-r", q->recipe, "Recipe text, e.g. nvfp4")->required();
-  qcmd->add_option("--gemm", q->gemms,
-                   "Layer shape tokens x out x in, e.g. 8192x4096x4096 (repeatable)")
-      ->required();
+  add_common_options(qcmd, *q, "call");
   qcmd->add_option("--what", q->what, "Which calls")
       ->check(one_of("what", {"all", "pairs", "operands"}))
       ->capture_default_str();
-  qcmd->add_option("--backend", q->backend, "cuda or host")
-      ->check(one_of("backend", {"cuda", "host"}))
-      ->capture_default_str();
-  qcmd->add_option("--iters", q->iters, "Timed runs per call (0: 50 on CUDA, 5 on the host)");
-  qcmd->add_option("--json", q->json, "Write the results as JSON to this file");
   qcmd->callback([q] { run_quant_bench(*q); });
 }
 

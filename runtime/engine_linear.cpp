@@ -93,12 +93,13 @@ LinearBuffers carve(const Layouts& l, void* saved, void* fwd, void* bwd, Operand
   return {cs.bytes(), cf.bytes(), cb.bytes()};
 }
 
-// The caller's scratch, or where it gave none the backend's, of `bytes`, held by `own` for the
-// call (released in stream order after the call's work).
-void* scratch_or_own(Backend& backend, void* given, std::int64_t bytes, void* stream,
-                     std::shared_ptr<void>& own) {
+// The caller's scratch, or where it gave none the backend's, of the size the carving gives that
+// buffer (`which`), held by `own` for the call (released in stream order after the call's work).
+void* scratch_or_own(Backend& backend, void* given, const Layouts& l,
+                     std::int64_t LinearBuffers::*which, void* stream, std::shared_ptr<void>& own) {
   if (given != nullptr) return given;
-  own = backend.scratch(bytes, stream);
+  Operands sizes_only;
+  own = backend.scratch(carve(l, nullptr, nullptr, nullptr, sizes_only).*which, stream);
   return own.get();
 }
 
@@ -115,15 +116,15 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
                             void* stream) {
   const LinearShape s{x.rows, x.cols, w.rows};
   const Layouts l = layouts(recipe, s);
-  Operands q;
-  const LinearBuffers sizes = carve(l, nullptr, nullptr, nullptr, q);
   if (w.cols != x.cols)
     fail(ErrorKind::invalid_argument,
          "linear forward: X is [{}, {}] but W is [{}, {}] (W must be [out, in])", x.rows, x.cols,
          w.rows, w.cols);
   std::shared_ptr<void> own;
-  scratch = scratch_or_own(*backend_, scratch, sizes.forward_scratch_bytes, stream, own);
+  scratch =
+      scratch_or_own(*backend_, scratch, l, &LinearBuffers::forward_scratch_bytes, stream, own);
   check_buffer(scratch, "forward scratch");
+  Operands q;
   carve(l, saved, scratch, nullptr, q);
   if (saved != nullptr) {
     check_buffer(saved, "saved");
@@ -145,14 +146,14 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
                              void* stream) {
   const LinearShape s{dy.rows, in, dy.cols};
   const Layouts l = layouts(recipe, s);
-  Operands q;
-  const LinearBuffers sizes = carve(l, nullptr, nullptr, nullptr, q);
   if (dx.data == nullptr && dw.data == nullptr)
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
   check_buffer(saved, "saved");
   std::shared_ptr<void> own;
-  scratch = scratch_or_own(*backend_, scratch, sizes.backward_scratch_bytes, stream, own);
+  scratch =
+      scratch_or_own(*backend_, scratch, l, &LinearBuffers::backward_scratch_bytes, stream, own);
   check_buffer(scratch, "backward scratch");
+  Operands q;
   carve(l, const_cast<void*>(saved), nullptr, scratch, q);
   QuantizeArgs args{seed_dy, 0};
   args.column_sums = db;  // the bias gradient from the same read of dY

@@ -21,12 +21,15 @@ namespace fp4jit::test_util {
 
 class TempDirTest : public ::testing::Test {
  protected:
-  // The folder is <temp>/<prefix>-<pid>-<test name>.
+  // The folder is <temp>/<prefix>-<pid>-<test name> (a parameterized test's '/' as '_': one
+  // folder, removed whole).
   explicit TempDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           fmt::format("{}-{}-{}", prefix_, getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name)
+      if (c == '/') c = '_';
+    dir_ =
+        std::filesystem::temp_directory_path() / fmt::format("{}-{}-{}", prefix_, getpid(), name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

@@ -9,10 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <set>
-
-#include <unistd.h>
 
 #include "cache/cache.hpp"
 #include "codegen/gemm.hpp"
@@ -22,6 +19,7 @@
 #include "runtime/cuda/kernel_binary.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "tests/nvrtc/sass.hpp"
+#include "tests/temp_dir_test.hpp"
 
 namespace fp4jit {
 namespace {
@@ -160,7 +158,11 @@ PresetKernels preset_kernels(const std::string& preset, const std::string& arch)
   return out;
 }
 
-class GemmCompiles : public testing::TestWithParam<Target> {};
+// A folder of its own per test: the kernel cache whose binaries the SASS checks read back.
+class GemmCompiles : public test_util::TempDirTest, public testing::WithParamInterface<Target> {
+ protected:
+  GemmCompiles() : TempDirTest("fp4jit-gemm") {}
+};
 
 // Presets whose GEMM operands read alike (mxfp4 and tetrajet: E2M1 with E8M0 1 x 32 scales) share
 // their kernels; each kernel is compiled by the first preset (in presets() order) whose spread
@@ -186,31 +188,23 @@ TEST_P(GemmCompiles, EveryGemmOverASpreadOfConfigs) {
   // Every kernel of the preset compiled by an earlier preset's test (tetrajet after mxfp4).
   if (kernels.empty()) return;
   // Into a cache of the test's own, whose binaries the SASS checks read back.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    fmt::format("fp4jit-gemm-{}-{}-{}", getpid(), preset, arch);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  {
-    KernelCache cache((dir / "cache.db").string());
-    const auto compiled = compile_sources(kernels, &cache, 0);
-    ASSERT_EQ(compiled.size(), kernels.size());
-    for (const auto& k : compiled) EXPECT_FALSE(k.from_cache);
-    const std::string cuobjdump = test_util::find_cuobjdump();
-    RecordProperty("sass", cuobjdump.empty() ? "not read: no cuobjdump" : cuobjdump);
-    if (!cuobjdump.empty()) {
-      for (const auto& k : kernels) {
-        SCOPED_TRACE(k.key_text);
-        const cuda::KernelBinary bin = cuda::kernel_binary(k, &cache);
-        EXPECT_TRUE(bin.from_cache);
-        const std::set<std::string> got = test_util::mma_mnemonics(cuobjdump, bin.cubin, dir);
-        const test_util::MmaExpectation want = test_util::expected_mma(k.key_text);
-        for (const auto& m : want.must)
-          EXPECT_TRUE(got.contains(m)) << "no " << m << " in the SASS";
-        for (const auto& m : got) EXPECT_FALSE(want.must_not.contains(m)) << m << " in the SASS";
-      }
+  KernelCache cache(path("cache.db"));
+  const auto compiled = compile_sources(kernels, &cache, 0);
+  ASSERT_EQ(compiled.size(), kernels.size());
+  for (const auto& k : compiled) EXPECT_FALSE(k.from_cache);
+  const std::string cuobjdump = test_util::find_cuobjdump();
+  RecordProperty("sass", cuobjdump.empty() ? "not read: no cuobjdump" : cuobjdump);
+  if (!cuobjdump.empty()) {
+    for (const auto& k : kernels) {
+      SCOPED_TRACE(k.key_text);
+      const cuda::KernelBinary bin = cuda::kernel_binary(k, &cache);
+      EXPECT_TRUE(bin.from_cache);
+      const std::set<std::string> got = test_util::mma_mnemonics(cuobjdump, bin.cubin, dir_);
+      const test_util::MmaExpectation want = test_util::expected_mma(k.key_text);
+      for (const auto& m : want.must) EXPECT_TRUE(got.contains(m)) << "no " << m << " in the SASS";
+      for (const auto& m : got) EXPECT_FALSE(want.must_not.contains(m)) << m << " in the SASS";
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
 std::vector<Target> targets() {

@@ -1,6 +1,7 @@
 #include "tests/nvrtc/sass.hpp"
 
 #include <unistd.h>
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +34,16 @@ std::string run(const std::string& command, int& status) {
   return out;
 }
 
+// The value of a kernel key's field `name` (fields "name=value" separated by ';'), or "".
 std::string field(const std::string& key_text, const std::string& name) {
   const std::string tag = name + "=";
-  std::size_t at = key_text.rfind(";" + tag);
-  at = at == std::string::npos ? (key_text.rfind(tag, 0) == 0 ? 0 : std::string::npos) : at + 1;
-  if (at == std::string::npos) return "";
-  const std::size_t begin = at + tag.size();
-  return key_text.substr(begin, key_text.find(';', begin) - begin);
+  for (std::size_t at = 0; at < key_text.size();) {
+    const std::size_t end = std::min(key_text.find(';', at), key_text.size());
+    if (key_text.compare(at, tag.size(), tag) == 0)
+      return key_text.substr(at + tag.size(), end - at - tag.size());
+    at = end + 1;
+  }
+  return "";
 }
 
 }  // namespace
