@@ -6,10 +6,11 @@
 // backend from random BF16 data; on CUDA, enough operand sets to exceed the L2 cache several times
 // are rotated, every launch is timed with CUDA events (each call alone, then the same calls back
 // to back: a second line), and the medians are reported; on the host, a steady clock times each
-// call. TFLOP/s counts 2 M N K (the OCC compensation of msfp4 fprop
-// included in the time, not in the count). --bias adds a BF16 bias of N elements in the epilogue
-// (a linear layer's fprop), --accumulate adds into the output (beta = 1, C = D: gradient
-// accumulation), so the epilogue's extra reads are timed too.
+// call; a last line names the kernel config that ran and why (Engine::gemm_kernel: tuned,
+// heuristic or FP4JIT_SM90_GEMM on CUDA, tuned or default on the host). TFLOP/s counts 2 M N K
+// (the OCC compensation of msfp4 fprop included in the time, not in the count). --bias adds a
+// BF16 bias of N elements in the epilogue (a linear layer's fprop), --accumulate adds into the
+// output (beta = 1, C = D: gradient accumulation), so the epilogue's extra reads are timed too.
 //
 // fp4jit bench quantize --recipe SPEC --gemm MxNxK [--gemm ...] [--what pairs|operands|all]
 //                       [--backend cuda|host] [--iters N] [--json FILE]
@@ -286,6 +287,8 @@ void run_bench(const BenchOptions& o) {
       if (b2b > 0.0)
         fmt::print("  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  back to back\n", "", "", b2b,
                    b2b_tflops);
+      const std::string kernel = engine.gemm_kernel(recipe, op, s, out_dtype);
+      if (!kernel.empty()) fmt::print("  {:5}  {:>22}  kernel {}\n", "", "", kernel);
       results.push_back({{"recipe", recipe.preset},
                          {"op", op_name.name},
                          {"m", s.m},
@@ -302,7 +305,8 @@ void run_bench(const BenchOptions& o) {
                          {"sets", sets},
                          {"occ", occ},
                          {"bias", o.bias},
-                         {"accumulate", o.accumulate}});
+                         {"accumulate", o.accumulate},
+                         {"kernel", kernel}});
     }
   }
   run.write_json("gemm", o.json, results);

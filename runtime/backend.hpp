@@ -33,6 +33,11 @@ class Backend {
   virtual void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
                     const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
                     void* stream) = 0;
+  // The kernel config a gemm() call of these arguments runs and where it comes from, as text,
+  // e.g. "sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1 (heuristic)"; empty where the backend has no
+  // choice to make. Throws what gemm() would for a combination the backend has no kernel for.
+  virtual std::string gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                                  DType out);
   // `bytes` of the backend's memory, 256-byte aligned, for work enqueued on `stream` while the
   // handle lives; released when it goes (after that work, in stream order). Default: host memory
   // (backends whose calls finish their work before they return).

@@ -111,6 +111,11 @@ void Backend::quantize_pair(const Recipe& recipe, Role role, const TensorView& i
   quantize(recipe, transposed_copy(role), in, out_transposed, second, stream);
 }
 
+std::string Backend::gemm_kernel(const Recipe& /*recipe*/, GemmOp /*op*/,
+                                 const GemmShape& /*shape*/, DType /*out*/) {
+  return {};
+}
+
 std::shared_ptr<void> Backend::scratch(std::int64_t bytes, void* /*stream*/) {
   constexpr std::size_t kAlign = 256;
   const std::size_t n =

@@ -142,6 +142,12 @@ class Engine {
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
             const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue = {},
             void* stream = nullptr);
+  // Which kernel config gemm() runs for these arguments on this engine's device, and why:
+  // "<config text> (tuned)", "(heuristic)" or "(FP4JIT_SM90_GEMM)" on CUDA, "(tuned)" or
+  // "(default)" on the host; empty for the reference backend. Error(unsupported) as gemm() for a
+  // combination without a kernel. What `fp4jit bench gemm` prints beside each figure.
+  std::string gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                          DType out = DType::bf16);
 
   // A linear layer's step in two calls. The recipe's operands as quantize_pair and gemm make
   // them, with seeds seed_x / seed_w / seed_dy at offset 0 (results equal those calls' bit for

@@ -70,6 +70,13 @@ class CudaBackend final : public Backend {
   // The tuned choice for a GEMM, or nullopt (no result, or one that no longer validates).
   std::optional<codegen::GemmChoice> tuned_gemm_choice(const Recipe& recipe, GemmOp op,
                                                        const GemmShape& shape, DType out);
+  // What gemm() launches: the tuned choice, else FP4JIT_SM90_GEMM's (sm_90a), else nullopt (the
+  // heuristic's); *source names which ("tuned", "FP4JIT_SM90_GEMM", "heuristic").
+  std::optional<codegen::GemmChoice> gemm_choice(const Recipe& recipe, GemmOp op,
+                                                 const GemmShape& shape, DType out,
+                                                 const char** source);
+  std::string gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                          DType out) override;
 
   const DeviceInfo& device() const { return info_; }
   const DeviceIdentity& identity() const { return tuned_->device(); }

@@ -140,14 +140,26 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   check_alignment(out.data, dtype_size(out.dtype), "output");
   check_alignment(epilogue.bias, dtype_size(epilogue.bias_dtype), "bias");
 
-  std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, out.dtype);
+  const char* source = nullptr;
+  const std::optional<codegen::GemmChoice> choice =
+      gemm_choice(recipe, op, shape, out.dtype, &source);
+  launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, choice ? &*choice : nullptr);
+}
+
+std::optional<codegen::GemmChoice> CudaBackend::gemm_choice(const Recipe& recipe, GemmOp op,
+                                                            const GemmShape& shape, DType dtype,
+                                                            const char** source) {
+  *source = "heuristic";
+  std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, dtype);
+  if (tuned) *source = "tuned";
   if (!tuned && info_.target == "sm_90a") {
     // FP4JIT_SM90_GEMM=fused|staged|swap overrides the heuristic's kernel, or a whole choice in the
     // tuner's text ("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1") its config (diagnostics and tests).
     if (const char* v = std::getenv("FP4JIT_SM90_GEMM"); v != nullptr && *v != '\0') {
       const std::string_view kind(v);
+      *source = "FP4JIT_SM90_GEMM";
       const codegen::GemmSpec spec =
-          codegen::gemm_spec(recipe, op, shape.n, shape.k, out.dtype, info_.target);
+          codegen::gemm_spec(recipe, op, shape.n, shape.k, dtype, info_.target);
       if (kind.find('=') != std::string_view::npos) {
         try {
           tuned = parse_gemm_choice(std::string(kind), spec, shape.m, info_.sm_count, info_.target);
@@ -169,7 +181,19 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
       }
     }
   }
-  launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, tuned ? &*tuned : nullptr);
+  return tuned;
+}
+
+std::string CudaBackend::gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                                     DType out) {
+  const char* source = nullptr;
+  std::optional<codegen::GemmChoice> choice = gemm_choice(recipe, op, shape, out, &source);
+  if (!choice) {
+    const codegen::GemmSpec spec =
+        codegen::gemm_spec(recipe, op, shape.n, shape.k, out, info_.target);
+    choice = codegen::choose_gemm(spec, shape.m, info_.sm_count, info_.target);
+  }
+  return fmt::format("{} ({})", gemm_choice_text(*choice, info_.target), source);
 }
 
 std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& recipe, GemmOp op,

@@ -61,6 +61,19 @@ HostConfig HostBackend::gemm_config_for(const Recipe& recipe, GemmOp op, const G
   return apply_tuned(tuned_->winner(key), config_, key);
 }
 
+std::string HostBackend::gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                                     DType /*out*/) {
+  const TuningKey key = gemm_tuning_key(identity(), recipe, op, shape, "");
+  if (const std::optional<std::string> winner = tuned_->winner(key)) {
+    try {
+      return fmt::format("{} (tuned)", parse_host_config(*winner, config_).gemm_tuned_text());
+    } catch (const Error&) {
+      // gemm() warns about it and takes the default
+    }
+  }
+  return fmt::format("{} (default)", config_.gemm_tuned_text());
+}
+
 HostConfig HostBackend::quantize_config_for(const Recipe& recipe, Role role, const TensorView& in) {
   const TuningKey key = quantize_tuning_key(identity(), recipe, role, in.rows, in.cols, in.dtype);
   return apply_tuned(tuned_->winner(key), config_, key);

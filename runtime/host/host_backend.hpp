@@ -67,6 +67,8 @@ class HostBackend final : public Backend {
   void gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const QuantizedView& b,
             const GemmShape& shape, const TensorView& out, const GemmEpilogue& epilogue,
             void* stream) override;
+  std::string gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                          DType out) override;
   // C [a.rows, b.rows] (float32, row stride ldc) = deq(a) deq(b)^T with FP32 accumulation,
   // block scales applied when decoding, tensor scales in the epilogue (+ OCC compensation).
   // The operands must come from `recipe` with matching K and Hadamard transforms.

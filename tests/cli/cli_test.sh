@@ -297,6 +297,11 @@ case_tune() {  # tuner end to end on the host: shapes, model preset, resume, JSO
   expect_exit 1 "peers.*not JSON|not JSON" tune --backend host --recipe nvfp4 --gemm fprop:64x64x128 \
     --cache "$db" --report r2.html --peers out.txt
   ! grep -q '<script\|src=' r.html || die "report is not self-contained"
+  # the benchmark runs (and names) the tuned config; another shape the default
+  FP4JIT_CACHE=$db run_ok bench gemm --backend host -r nvfp4 --gemm 64x64x128 --op fprop --iters 1
+  grep -qE '^ +kernel .* \(tuned\)$' out.txt || die "bench does not name the tuned config"
+  FP4JIT_CACHE=$db run_ok bench gemm --backend host -r nvfp4 --gemm 64x96x128 --op fprop --iters 1
+  grep -qE '^ +kernel .* \(default\)$' out.txt || die "bench does not name the default config"
   run_ok cache tunings --cache "$db"
   grep -q 'gemm fprop m<=64 n=64 k=128' out.txt || die "tuning not stored"
   grep -q '3 of ' out.txt || die "not every measured candidate was correct"
@@ -346,6 +351,7 @@ plain = json.load(open("plain.json"))["results"]
 epi = json.load(open("epi.json"))["results"]
 assert [r["op"] for r in plain] == ["fprop", "dgrad", "wgrad"], plain
 assert not any(r["bias"] or r["accumulate"] for r in plain), plain
+assert all(r["kernel"].endswith(" (default)") for r in plain), plain
 assert len(epi) == 1 and epi[0]["bias"] and epi[0]["accumulate"] and epi[0]["tflops"] > 0, epi
 PY
   # bench quantize: a layer's pairs and its six operands alone, each source in its own shape

@@ -291,6 +291,29 @@ TEST_F(FakeDriverTest, StagedGemmEncodesTheOutputMapForTmaStores) {
   }
 }
 
+// Engine::gemm_kernel names what gemm() launches and why: the heuristic's config (the staged
+// kernel with 192-column mx tiles at 8192 x 4096 x 4096, the swapped one at 128 rows), or
+// FP4JIT_SM90_GEMM's; a shape the recipe cannot block is refused as gemm() refuses it.
+TEST_F(FakeDriverTest, GemmKernelNamesTheConfigAndItsSource) {
+  const Recipe r = parse_recipe("mxfp4");
+  EXPECT_EQ(engine_->gemm_kernel(r, GemmOp::fprop, GemmShape{8192, 4096, 4096}),
+            "sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1 (heuristic)");
+  EXPECT_EQ(engine_->gemm_kernel(r, GemmOp::fprop, GemmShape{8192, 4096, 4096}, DType::f32),
+            "sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1 (heuristic)");
+  EXPECT_EQ(engine_->gemm_kernel(r, GemmOp::fprop, GemmShape{128, 4096, 4096}).rfind("sw=1,", 0),
+            0u);
+  setenv("FP4JIT_SM90_GEMM", "sg=1,bn=128,ps=5,rg=8n,pp=4,sk=2", 1);
+  const std::string forced = engine_->gemm_kernel(r, GemmOp::dgrad, GemmShape{8192, 4096, 4096});
+  unsetenv("FP4JIT_SM90_GEMM");
+  EXPECT_EQ(forced, "sg=1,bn=128,ps=5,rg=8n,pp=4,sk=2 (FP4JIT_SM90_GEMM)");
+  try {
+    engine_->gemm_kernel(r, GemmOp::fprop, GemmShape{8192, 4096, 4100});
+    ADD_FAILURE() << "K = 4100 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+  }
+}
+
 // A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and a fused
 // fallback: the window flag and whatever tile counters the launch uses are cleared by one memset;
 // A's expansion (with B's check), the swapped kernel and the fused fallback are the three launches,
