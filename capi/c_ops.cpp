@@ -1,6 +1,9 @@
 // The C API's operations: quantize, quantize_pair, dequantize, gemm, dge and the linear step. Each
 // converts and checks its arguments (c_tensor.hpp), then calls the Engine with the handle's lock
 // held.
+#include <cstring>
+#include <string>
+
 #include "capi/c_api.hpp"
 #include "capi/c_tensor.hpp"
 
@@ -128,6 +131,31 @@ fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp
     }
     std::lock_guard lock(engine->mutex);
     engine->engine.gemm(rc, o, qa, qb, shape, vo, e, stream);
+  });
+}
+
+fp4jit_status fp4jit_gemm_kernel(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                 fp4jit_gemm_op op, int64_t m, int64_t n, int64_t k,
+                                 fp4jit_dtype out, char* buf, size_t size, size_t* needed) {
+  return guard([&] {
+    require(engine, "engine");
+    require(recipe, "recipe");
+    const GemmOp o = to_op(op);
+    const GemmShape shape{m, n, k};
+    if (m <= 0 || n <= 0 || k <= 0)
+      fail(ErrorKind::invalid_argument, "gemm_kernel {}: M, N and K must be positive, got {}",
+           name(o), gemm_shape_text(shape));
+    const DType dt = to_dtype(out, "gemm_kernel output dtype");
+    std::string text;
+    {
+      std::lock_guard lock(engine->mutex);
+      text = engine->engine.gemm_kernel(recipe->recipe, o, shape, dt);
+    }
+    if (needed != nullptr) *needed = text.size() + 1;
+    if (buf == nullptr || size < text.size() + 1)
+      fail(ErrorKind::invalid_argument, "gemm_kernel: the text takes {} bytes, buf holds {}",
+           text.size() + 1, buf == nullptr ? 0 : size);
+    std::memcpy(buf, text.c_str(), text.size() + 1);
   });
 }
 

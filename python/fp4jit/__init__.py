@@ -406,6 +406,26 @@ class Engine:
         )
         return out
 
+    def gemm_kernel(self, recipe, op, m, n, k, dtype="float32"):
+        """The kernel config gemm() runs on this engine for op (fprop, dgrad, wgrad) at
+        M x N x K with that output dtype, and why: e.g. "sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1
+        (heuristic)" on CUDA, "... (tuned)" or "... (default)" on the host, "" on the reference
+        backend."""
+        if op not in _lib.GEMMS:
+            raise Error("INVALID_ARGUMENT", "unknown GEMM %r (valid: fprop, dgrad, wgrad)" % (op,))
+        if dtype not in _lib.DTYPES:
+            raise Error("INVALID_ARGUMENT", "gemm_kernel: dtype %r (float32, bfloat16 or float16)" % (dtype,))
+        r = _recipe(recipe)
+        buf = ctypes.create_string_buffer(256)
+        needed = ctypes.c_size_t(0)
+        args = (self._handle, r._handle, _lib.GEMMS[op], int(m), int(n), int(k), _lib.DTYPES[dtype])
+        status = _lib.lib.fp4jit_gemm_kernel(*args, buf, len(buf), ctypes.byref(needed))
+        if status != 0 and needed.value > len(buf):
+            buf = ctypes.create_string_buffer(needed.value)
+            status = _lib.lib.fp4jit_gemm_kernel(*args, buf, len(buf), ctypes.byref(needed))
+        _lib.check(status)
+        return buf.value.decode()
+
     # ---- a linear layer's step, one call each way ----
 
     def linear_buffers(self, recipe, tokens, in_features, out_features):

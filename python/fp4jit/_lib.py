@@ -268,6 +268,21 @@ def _declare(lib, path):
                 vp,
             ],
         ),
+        "fp4jit_gemm_kernel": (
+            ctypes.c_int,
+            [
+                vp,
+                vp,
+                ctypes.c_int,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_size_t,
+                P(ctypes.c_size_t),
+            ],
+        ),
         "fp4jit_dge": (ctypes.c_int, [vp, vp, P(Tensor), P(Tensor), vp]),
         "fp4jit_linear_buffers_query": (
             ctypes.c_int,

@@ -293,6 +293,52 @@ TEST(CApi, GemmEpilogueHostMatchesReference) {
   }
 }
 
+// fp4jit_gemm_kernel: the host's config with where it comes from, the reference's empty text, the
+// length asked with a NULL buffer and refused when it does not fit, bad arguments named.
+TEST(CApi, GemmKernelNamesTheConfig) {
+  Recipe r("mxfp4");
+  char buf[256];
+  size_t needed = 0;
+  ASSERT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, buf,
+                               sizeof buf, &needed),
+            FP4JIT_OK)
+      << fp4jit_last_error();
+  const std::string text(buf);
+  EXPECT_NE(text.find("mr="), std::string::npos) << text;
+  EXPECT_TRUE(text.size() > 10 && (text.substr(text.size() - 10) == " (default)" ||
+                                   text.substr(text.size() - 8) == " (tuned)"))
+      << text;
+  EXPECT_EQ(needed, text.size() + 1);
+  size_t asked = 0;
+  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, nullptr,
+                               0, &asked),
+            FP4JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(asked, needed);
+  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, buf, 4,
+                               nullptr),
+            FP4JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp4jit_last_error()).find("takes"), std::string::npos)
+      << fp4jit_last_error();
+  ASSERT_EQ(fp4jit_gemm_kernel(reference().e, r.r, FP4JIT_WGRAD, 64, 64, 128, FP4JIT_BFLOAT16, buf,
+                               sizeof buf, &needed),
+            FP4JIT_OK);
+  EXPECT_STREQ(buf, "");
+  EXPECT_EQ(needed, 1u);
+  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 0, FP4JIT_FLOAT32, buf,
+                               sizeof buf, nullptr),
+            FP4JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp4jit_last_error()).find("M, N and K must be positive"),
+            std::string::npos)
+      << fp4jit_last_error();
+  // K = 100: not a whole number of mxfp4's 32-element blocks.
+  EXPECT_NE(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 100, FP4JIT_FLOAT32, buf,
+                               sizeof buf, nullptr),
+            FP4JIT_OK);
+  EXPECT_EQ(fp4jit_gemm_kernel(nullptr, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, buf,
+                               sizeof buf, nullptr),
+            FP4JIT_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(CApi, DgeFactor) {
   Recipe r("msfp4");
   Matrix w(16, 64, 0.3f), ref(16, 64), out(16, 64);

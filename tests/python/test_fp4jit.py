@@ -206,6 +206,16 @@ class Gemm(unittest.TestCase):
                     rel = np.linalg.norm(got[op] - exact) / np.linalg.norm(exact)
                     self.assertLess(rel, 0.25)
 
+    def test_gemm_kernel_names_the_config(self):
+        text = HOST.gemm_kernel("mxfp4", "fprop", 64, 64, 128)
+        self.assertIn("mr=", text)
+        self.assertTrue(text.endswith(" (default)") or text.endswith(" (tuned)"), text)
+        self.assertEqual(REF.gemm_kernel(fp4jit.Recipe("nvfp4"), "wgrad", 64, 64, 128, "bfloat16"), "")
+        with self.assertRaises(fp4jit.Error):
+            HOST.gemm_kernel("mxfp4", "xgrad", 64, 64, 128)
+        with self.assertRaises(fp4jit.Error):
+            HOST.gemm_kernel("mxfp4", "fprop", 64, 64, 100)  # K: not whole 32-element blocks
+
     def test_product_of_dequantized_operands_and_epilogue(self):
         x, w = sample(32, 64, 10, False), sample(16, 64, 11, False)
         qx, qw = HOST.quantize("mxfp4", "x", x), HOST.quantize("mxfp4", "w", w)
