@@ -82,7 +82,8 @@ void Engine::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a, const
   backend_->gemm(recipe, op, a, b, shape, out, epilogue, stream);
 }
 
-std::string Engine::gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape, DType out) {
+std::string Engine::gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                                DType out) {
   gemm_layouts(recipe, op, shape);  // the shape's errors, as gemm() gives them
   if (out != DType::f32 && out != DType::bf16 && out != DType::f16)
     fail(ErrorKind::invalid_argument, "gemm_kernel: output dtype {} (float32, bfloat16 or float16)",

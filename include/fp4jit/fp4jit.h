@@ -303,7 +303,8 @@ FP4JIT_API fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe*
  * and why, e.g. "sg=1,bn=192,ps=4,rg=8m,pp=4,ts=1,sk=1 (heuristic)" (CUDA: tuned, heuristic or
  * FP4JIT_SM90_GEMM; host: tuned or default); "" on the reference backend. Written NUL-terminated
  * into buf; *needed (may be NULL) receives the bytes the text takes with its NUL. A buf of fewer
- * bytes (or NULL with size 0, to ask the length) gets FP4JIT_ERROR_INVALID_ARGUMENT, *needed set. */
+ * bytes (or NULL with size 0, to ask the length) gets FP4JIT_ERROR_INVALID_ARGUMENT, with *needed
+ * set. */
 FP4JIT_API fp4jit_status fp4jit_gemm_kernel(fp4jit_engine* engine, const fp4jit_recipe* recipe,
                                             fp4jit_gemm_op op, int64_t m, int64_t n, int64_t k,
                                             fp4jit_dtype out, char* buf, size_t size,

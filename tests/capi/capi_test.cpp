@@ -310,13 +310,13 @@ TEST(CApi, GemmKernelNamesTheConfig) {
       << text;
   EXPECT_EQ(needed, text.size() + 1);
   size_t asked = 0;
-  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, nullptr,
-                               0, &asked),
+  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, nullptr, 0,
+                               &asked),
             FP4JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(asked, needed);
-  EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, buf, 4,
-                               nullptr),
-            FP4JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 128, FP4JIT_FLOAT32, buf, 4, nullptr),
+      FP4JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp4jit_last_error()).find("takes"), std::string::npos)
       << fp4jit_last_error();
   ASSERT_EQ(fp4jit_gemm_kernel(reference().e, r.r, FP4JIT_WGRAD, 64, 64, 128, FP4JIT_BFLOAT16, buf,
@@ -327,8 +327,7 @@ TEST(CApi, GemmKernelNamesTheConfig) {
   EXPECT_EQ(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 0, FP4JIT_FLOAT32, buf,
                                sizeof buf, nullptr),
             FP4JIT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(fp4jit_last_error()).find("M, N and K must be positive"),
-            std::string::npos)
+  EXPECT_NE(std::string(fp4jit_last_error()).find("M, N and K must be positive"), std::string::npos)
       << fp4jit_last_error();
   // K = 100: not a whole number of mxfp4's 32-element blocks.
   EXPECT_NE(fp4jit_gemm_kernel(host().e, r.r, FP4JIT_FPROP, 64, 64, 100, FP4JIT_FLOAT32, buf,
