@@ -22,6 +22,15 @@ Role partner_of(Role role) {
   fail(ErrorKind::invalid_argument, "quantize_pair: role must be x, w or dy (got {})", name(role));
 }
 
+// The shape of a GEMM call `what` ("gemm", "gemm_kernel"), M, N and K checked positive.
+GemmShape positive_shape(const char* what, GemmOp op, int64_t m, int64_t n, int64_t k) {
+  const GemmShape shape{m, n, k};
+  if (m <= 0 || n <= 0 || k <= 0)
+    fail(ErrorKind::invalid_argument, "{} {}: M, N and K must be positive, got {}", what, name(op),
+         gemm_shape_text(shape));
+  return shape;
+}
+
 }  // namespace
 }  // namespace fp4jit::capi
 
@@ -98,10 +107,7 @@ fp4jit_status fp4jit_gemm(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp
     require(engine, "engine");
     require(recipe, "recipe");
     const GemmOp o = to_op(op);
-    const GemmShape shape{m, n, k};
-    if (m <= 0 || n <= 0 || k <= 0)
-      fail(ErrorKind::invalid_argument, "gemm {}: M, N and K must be positive, got {}", name(o),
-           gemm_shape_text(shape));
+    const GemmShape shape = positive_shape("gemm", o, m, n, k);
     const Recipe& rc = recipe->recipe;
     const GemmLayouts l = gemm_layouts(rc, o, shape);
     const GemmRoles roles = gemm_roles(o);
@@ -141,10 +147,7 @@ fp4jit_status fp4jit_gemm_kernel(fp4jit_engine* engine, const fp4jit_recipe* rec
     require(engine, "engine");
     require(recipe, "recipe");
     const GemmOp o = to_op(op);
-    const GemmShape shape{m, n, k};
-    if (m <= 0 || n <= 0 || k <= 0)
-      fail(ErrorKind::invalid_argument, "gemm_kernel {}: M, N and K must be positive, got {}",
-           name(o), gemm_shape_text(shape));
+    const GemmShape shape = positive_shape("gemm_kernel", o, m, n, k);
     const DType dt = to_dtype(out, "gemm_kernel output dtype");
     std::string text;
     {
