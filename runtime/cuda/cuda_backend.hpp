@@ -71,10 +71,10 @@ class CudaBackend final : public Backend {
   std::optional<codegen::GemmChoice> tuned_gemm_choice(const Recipe& recipe, GemmOp op,
                                                        const GemmShape& shape, DType out);
   // What gemm() launches: the tuned choice, else FP4JIT_SM90_GEMM's (sm_90a), else nullopt (the
-  // heuristic's); *source names which ("tuned", "FP4JIT_SM90_GEMM", "heuristic").
+  // heuristic's); *source (may be null) names which ("tuned", "FP4JIT_SM90_GEMM", "heuristic").
   std::optional<codegen::GemmChoice> gemm_choice(const Recipe& recipe, GemmOp op,
                                                  const GemmShape& shape, DType out,
-                                                 const char** source);
+                                                 const char** source = nullptr);
   std::string gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
                           DType out) override;
 

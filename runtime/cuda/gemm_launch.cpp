@@ -140,24 +140,22 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
   check_alignment(out.data, dtype_size(out.dtype), "output");
   check_alignment(epilogue.bias, dtype_size(epilogue.bias_dtype), "bias");
 
-  const char* source = nullptr;
-  const std::optional<codegen::GemmChoice> choice =
-      gemm_choice(recipe, op, shape, out.dtype, &source);
+  const std::optional<codegen::GemmChoice> choice = gemm_choice(recipe, op, shape, out.dtype);
   launch_gemm(recipe, op, a, b, shape, out, epilogue, stream, choice ? &*choice : nullptr);
 }
 
 std::optional<codegen::GemmChoice> CudaBackend::gemm_choice(const Recipe& recipe, GemmOp op,
                                                             const GemmShape& shape, DType dtype,
                                                             const char** source) {
-  *source = "heuristic";
+  const char* from = "heuristic";
   std::optional<codegen::GemmChoice> tuned = tuned_gemm_choice(recipe, op, shape, dtype);
-  if (tuned) *source = "tuned";
+  if (tuned) from = "tuned";
   if (!tuned && info_.target == "sm_90a") {
     // FP4JIT_SM90_GEMM=fused|staged|swap overrides the heuristic's kernel, or a whole choice in the
     // tuner's text ("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1") its config (diagnostics and tests).
     if (const char* v = std::getenv("FP4JIT_SM90_GEMM"); v != nullptr && *v != '\0') {
       const std::string_view kind(v);
-      *source = "FP4JIT_SM90_GEMM";
+      from = "FP4JIT_SM90_GEMM";
       const codegen::GemmSpec spec =
           codegen::gemm_spec(recipe, op, shape.n, shape.k, dtype, info_.target);
       if (kind.find('=') != std::string_view::npos) {
@@ -181,6 +179,7 @@ std::optional<codegen::GemmChoice> CudaBackend::gemm_choice(const Recipe& recipe
       }
     }
   }
+  if (source != nullptr) *source = from;
   return tuned;
 }
 

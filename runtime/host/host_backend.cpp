@@ -42,11 +42,15 @@ HostBackend::HostBackend(const HostBackendOptions& options)
 namespace {
 
 // The winner's text over `base`; a result that no longer parses is ignored with a warning.
+// *tuned (may be null): whether the winner was taken.
 HostConfig apply_tuned(const std::optional<std::string>& winner, const HostConfig& base,
-                       const TuningKey& key) {
+                       const TuningKey& key, bool* tuned = nullptr) {
+  if (tuned != nullptr) *tuned = false;
   if (!winner) return base;
   try {
-    return parse_host_config(*winner, base);
+    HostConfig c = parse_host_config(*winner, base);
+    if (tuned != nullptr) *tuned = true;
+    return c;
   } catch (const Error& e) {
     warn("tuned config '{}' for {} is not usable ({}); using the default", *winner, key.problem,
          e.what());
@@ -56,22 +60,17 @@ HostConfig apply_tuned(const std::optional<std::string>& winner, const HostConfi
 
 }  // namespace
 
-HostConfig HostBackend::gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape) {
+HostConfig HostBackend::gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                                        bool* tuned) {
   const TuningKey key = gemm_tuning_key(identity(), recipe, op, shape, "");
-  return apply_tuned(tuned_->winner(key), config_, key);
+  return apply_tuned(tuned_->winner(key), config_, key, tuned);
 }
 
 std::string HostBackend::gemm_kernel(const Recipe& recipe, GemmOp op, const GemmShape& shape,
                                      DType /*out*/) {
-  const TuningKey key = gemm_tuning_key(identity(), recipe, op, shape, "");
-  if (const std::optional<std::string> winner = tuned_->winner(key)) {
-    try {
-      return fmt::format("{} (tuned)", parse_host_config(*winner, config_).gemm_tuned_text());
-    } catch (const Error&) {
-      // gemm() warns about it and takes the default
-    }
-  }
-  return fmt::format("{} (default)", config_.gemm_tuned_text());
+  bool tuned = false;
+  const HostConfig c = gemm_config_for(recipe, op, shape, &tuned);
+  return fmt::format("{} ({})", c.gemm_tuned_text(), tuned ? "tuned" : "default");
 }
 
 HostConfig HostBackend::quantize_config_for(const Recipe& recipe, Role role, const TensorView& in) {

@@ -81,7 +81,9 @@ class HostBackend final : public Backend {
                      const TensorView& in, const QuantizedView& out, const QuantizeArgs& args);
 
   // The config a call uses: tuned for its problem when the cache holds a result, else config().
-  HostConfig gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape);
+  // *tuned (may be null): whether the config is a tuned result rather than the backend's.
+  HostConfig gemm_config_for(const Recipe& recipe, GemmOp op, const GemmShape& shape,
+                             bool* tuned = nullptr);
   HostConfig quantize_config_for(const Recipe& recipe, Role role, const TensorView& in);
   const DeviceIdentity& identity() const { return tuned_->device(); }
   TunedConfigs& tuned() { return *tuned_; }
