@@ -94,9 +94,11 @@ class CudaBackend final : public Backend {
                         const QuantizeArgs& args, void* stream);
   template <class MakePlan>
   void run(void* stream, MakePlan make_plan);
-  // In gemm_launch.cpp: one GEMM kernel of a plan (tensor maps over the given operand codes).
+  // In gemm_launch.cpp: one GEMM kernel of a plan (tensor maps over the given operand codes);
+  // dependent: as a programmatic dependent of the kernel before it (the swapped kernel always is).
   void launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
-                          const GemmShape& shape, gemm::GemmParams& p, CUstream s);
+                          const GemmShape& shape, gemm::GemmParams& p, CUstream s,
+                          bool dependent = false);
   // Error(invalid_argument) naming `what` unless the GPU can address p (null passes). The
   // driver is asked once per allocation: the ranges it reports are remembered (addressable_), so
   // a range freed and then passed again is not asked about again (using freed memory is the

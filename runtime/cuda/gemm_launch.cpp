@@ -1,10 +1,12 @@
 // CudaBackend::gemm: plan (gemm_plan.hpp), the two uint8 TMA tensor maps of the packed operand
 // codes (cuTensorMapEncodeTiled), the kernel's dynamic shared-memory limit (cuFuncSetAttribute),
 // split-K scratch and counters (stream-ordered), the launch on the caller's stream, then the OCC
-// compensation kernels when asked for. One memset per call clears what the kernels need zeroed.
+// compensation kernels when asked for. At most one memset per call clears split-K's tile
+// counters; the window flag of the staged and swapped paths is never cleared (a mark per call).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <utility>
 
@@ -17,6 +19,16 @@
 namespace fp4jit::cuda {
 
 namespace {
+
+// A new nonzero mark for each GEMM launch with a window flag (GemmParams::fallback_mark): a Weyl
+// sequence, so consecutive calls differ and the values stale scratch usually holds (zero, small
+// integers, common float bits) come up only by chance.
+unsigned next_fallback_mark() {
+  static std::atomic<unsigned> state{0x2545F491u};
+  unsigned m = 0u;
+  while (m == 0u) m = state.fetch_add(0x9E3779B9u, std::memory_order_relaxed) + 0x9E3779B9u;
+  return m;
+}
 
 CUdeviceptr dptr(const void* p) {
   return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
@@ -213,7 +225,8 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
 }
 
 void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
-                                     const GemmShape& shape, gemm::GemmParams& p, CUstream s) {
+                                     const GemmShape& shape, gemm::GemmParams& p, CUstream s,
+                                     bool dependent) {
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
                               plan.a_box_rows, plan.a_swizzle);
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
@@ -234,7 +247,7 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
     grid = std::min(
         grid, modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, cluster) *
                   cluster);
-  if (!plan.swap && cluster == 1) {
+  if (!plan.swap && !dependent && cluster == 1) {
     check(
         d_.launch_kernel(fn, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(plan.threads),
                          1, 1, static_cast<unsigned>(plan.smem_bytes), s, params, nullptr),
@@ -245,7 +258,7 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
   // output.
   CUlaunchAttribute attrs[2];
   unsigned n = 0;
-  if (plan.swap) attrs[n++] = dependent_attribute();
+  if (plan.swap || dependent) attrs[n++] = dependent_attribute();
   if (cluster > 1) attrs[n++] = cluster_attribute(cluster);
   const CUlaunchConfig config = launch_config(grid, plan.threads, plan.smem_bytes, s, attrs, n);
   check(d_.launch_kernel_ex(&config, fn, params, nullptr),
@@ -276,16 +289,19 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const std::int64_t ws_offset = reserve(plan.workspace_floats * 4);
   const GemmPlan* fb = plan.fallback.empty() ? nullptr : &plan.fallback.front();
   const std::int64_t fb_ws_offset = reserve(fb != nullptr ? fb->workspace_floats * 4 : 0);
-  // The words the launch needs zeroed, side by side so that one memset clears them: the window
-  // flag (with a fallback), the split-K tile counters, the fallback's.
-  const std::int64_t flag_words = fb != nullptr ? 1 : 0;
-  // Split-K through global memory (a workspace of partial sums) counts its tiles' splits.
+  // The window flag (with a fallback): never cleared; the launch's mark, new for every call, is
+  // what the expansion writes into it and what the kernels compare it with (GemmParams).
+  const std::int64_t flag_offset = reserve(fb != nullptr ? 4 : 0);
+  const unsigned mark = fb != nullptr ? next_fallback_mark() : 0u;
+  // The words the launch needs zeroed, side by side so that one memset clears them: the split-K
+  // tile counters and the fallback's. Split-K through global memory (a workspace of partial sums)
+  // counts its tiles' splits.
   const auto counters = [](const GemmPlan* pl) {
     return pl != nullptr && pl->workspace_floats > 0 ? pl->tiles : std::int64_t{0};
   };
   const std::int64_t counter_words = counters(&plan);
   const std::int64_t fb_counter_words = counters(fb);
-  const std::int64_t zero_words = flag_words + counter_words + fb_counter_words;
+  const std::int64_t zero_words = counter_words + fb_counter_words;
   const std::int64_t zero_offset = reserve(zero_words * 4);
   const std::int64_t exp_a_offset = reserve(plan.staged ? shape.m * plan.a_row_bytes : 0);
   const std::int64_t exp_b_offset =
@@ -300,7 +316,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   if (zero_words > 0)
     check(d_.memset_d32_async(dptr(scratch.at<int>(zero_offset)), 0,
                               static_cast<std::size_t>(zero_words), s),
-          "cuMemsetD32Async (window flag, split-K counters)");
+          "cuMemsetD32Async (split-K counters)");
   const auto split_scratch = [&](const GemmPlan& pl, gemm::GemmParams& p, std::int64_t ws,
                                  std::int64_t first_word) {
     if (pl.workspace_floats == 0) return;  // unsplit, or split-K in clusters
@@ -308,10 +324,10 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
     p.counters = scratch.at<int>(zero_offset + 4 * first_word);
   };
   gemm::GemmParams p = gemm_params(plan, l, a, b, shape, out, epilogue);
-  split_scratch(plan, p, ws_offset, flag_words);
+  split_scratch(plan, p, ws_offset, 0);
   const void* a_codes = a.codes;
   const void* b_codes = b.codes;
-  unsigned* flag = fb != nullptr ? scratch.at<unsigned>(zero_offset) : nullptr;
+  unsigned* flag = fb != nullptr ? scratch.at<unsigned>(flag_offset) : nullptr;
   if (plan.staged) {
     // One operand's expansion parameters and CTAs.
     const auto expansion = [&](bool operand_b, const QuantizedView& q, const QuantLayout& ol,
@@ -335,6 +351,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
         e.factor_ld = fac_ld;
       }
       e.flag = flag;
+      e.flag_mark = mark;
       const bool fp8 =
           plan.spec.path == codegen::GemmPath::ms || plan.spec.path == codegen::GemmPath::mx;
       const int per_thread = sm90::expand_rows_per_thread(
@@ -396,14 +413,18 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
     p.a_factor_ld = plan.a_factor_ld;
     p.b_factor_ld = plan.b_factor_ld;
     p.fallback = flag;
+    p.fallback_mark = mark;
   }
   launch_gemm_kernel(plan, a_codes, b_codes, shape, p, s);
   if (fb != nullptr) {
     gemm::GemmParams pf = gemm_params(*fb, l, a, b, shape, out, epilogue);
-    split_scratch(*fb, pf, fb_ws_offset, flag_words + counter_words);
+    split_scratch(*fb, pf, fb_ws_offset, counter_words);
     pf.fallback = flag;
     pf.fallback_runs = 1;
-    launch_gemm_kernel(*fb, a.codes, b.codes, shape, pf, s);
+    pf.fallback_mark = mark;
+    // A programmatic dependent of the staged or swapped kernel: its CTAs take the SMs that grid
+    // leaves and, past griddepcontrol.wait, read the flag at once (no launch gap).
+    launch_gemm_kernel(*fb, a.codes, b.codes, shape, pf, s, true);
   }
   last_bytes_ = l.a.code_bytes() + l.b.code_bytes() + shape.m * shape.n * dtype_size(out.dtype);
   if (!occ) return;

@@ -56,11 +56,15 @@ struct GemmParams {
   const float* a_factor;
   const float* b_factor;
   int a_factor_ld, b_factor_ld;
-  // Window flag of the staged path (null: none): the expansion sets it when a shift falls outside
-  // the exact window. The staged kernel does nothing when it is set; the fused kernel launched
-  // after it with fallback_runs = 1 runs only when it is set, so exactly one of them writes D.
+  // Window flag of the staged path (null: none): the expansion writes fallback_mark into it when a
+  // shift falls outside the exact window. The staged kernel does nothing when it holds the mark;
+  // the fused kernel launched after it with fallback_runs = 1 runs only when it does, so exactly
+  // one of them writes D. The mark changes from call to call, so the flag needs no clearing: any
+  // other value the word holds means "in the window" (a stale word that happened to equal the
+  // mark would only send the product to the fused kernel, which computes it as well).
   const unsigned* fallback;
   int fallback_runs;
+  unsigned fallback_mark;
   // Staged sm90 kernel with Cfg::kTmaStore: 1 when the launch passed a tensor map of D (its base
   // 16-byte aligned, its row pitch a multiple of 16 bytes), else 0 (register stores).
   int tma_store;
@@ -79,7 +83,8 @@ struct ExpandParams {
   long long out_ld;
   float* factor;  // [segments, factor_ld] (mx, ms_grad B), else null
   int factor_ld;
-  unsigned* flag;  // set to 1 when a shift falls outside the window (mx, ms_grad B)
+  unsigned* flag;      // set to flag_mark when a shift falls outside the window (mx, ms_grad B)
+  unsigned flag_mark;  // GemmParams::fallback_mark of the GEMM it expands for
   // Swapped small-M path (gemm/sm90/swap.cuh, mx): the launch that expands A also checks the
   // block-scale codes of B, which the GEMM expands on chip, against the exact window: CTAs from
   // expand_ctas on take one (row, promotion segment) of B per thread and set *flag when a code

@@ -42,6 +42,8 @@ struct Cfg : g::ExpandConfigBase {
 
 constexpr std::uint8_t kPoison = 0x7F;  // E4M3 NaN; FP16 / BF16 words 0x7F7F are NaN too
 constexpr int kGuard = 4096;
+// The launch's window mark (GemmParams::fallback_mark) the expansion writes into its flag.
+constexpr unsigned kMark = 0x5EED1234u;
 
 // One operand [rows, K] and the expansion's outputs.
 struct Operand {
@@ -85,6 +87,7 @@ std::pair<gemm::ExpandParams, unsigned> prepare(Operand& op) {
   p.factor = op.factor.data();
   p.factor_ld = op.factor_ld;
   p.flag = &op.flag;
+  p.flag_mark = kMark;
   const int per_thread = g::expand_rows_per_thread(C::kKind, C::kOperandB);
   const long long threads = static_cast<long long>((op.rows + per_thread - 1) / per_thread) *
                             g::expand_chunks_pad(T::kFp8, op.k, C::kPeriod);
@@ -215,7 +218,7 @@ TEST(EmuExpand, MxScaleBelowTheSegmentWindowSetsTheFlag) {
   }
   Operand one_tile = a;
   expand<Cfg<ScaleKind::mx, false, 4>>(a);
-  EXPECT_EQ(a.flag, 1u);
+  EXPECT_EQ(a.flag, kMark);
   expand<Cfg<ScaleKind::mx, false, 1>>(one_tile);
   EXPECT_EQ(one_tile.flag, 0u);
   check_mx<1>(one_tile);
@@ -351,7 +354,7 @@ TEST(EmuExpand, MsGradBColumnBelowTheWindowSetsTheFlagOnlyWithNonzeroCodes) {
   EXPECT_EQ(zero.flag, 0u);
   b.codes[static_cast<std::size_t>(19) * 256 + 300 / 2] = 0x03;  // row 19: nonzero codes there
   expand<Cfg<ScaleKind::ms_grad, true, 4>>(b);
-  EXPECT_EQ(b.flag, 1u);
+  EXPECT_EQ(b.flag, kMark);
 }
 
 // The one-launch expansion of both operands writes what the two single launches write, byte for
@@ -401,7 +404,7 @@ TEST(EmuExpand, PairLaunchEqualsTheTwoSingleLaunches) {
   b.scale[3 * 32 + 0] = 100;  // 20 binades below block 1, the window is 15
   b.scale[3 * 32 + 1] = 120;
   for (int j = 0; j < 32; ++j) b.codes[3 * 512 + j] = 0x11;  // blocks 0 and 1 of row 3 nonzero
-  pair_equals_singles<MxA, MxB>(a, b, 1u);
+  pair_equals_singles<MxA, MxB>(a, b, kMark);
 }
 
 }  // namespace

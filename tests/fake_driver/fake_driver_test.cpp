@@ -223,7 +223,8 @@ struct FpropOperands {
 };
 
 // A staged GEMM in clusters of two goes through cuLaunchKernelEx with the cluster dimension, its
-// resident-cluster count asked once per kernel; a plain choice through cuLaunchKernel.
+// resident-cluster count asked once per kernel; a plain choice through cuLaunchKernel. Each call's
+// fused fallback (mxfp4) follows as a programmatic dependent, also through cuLaunchKernelEx.
 TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
@@ -238,14 +239,17 @@ TEST_F(FakeDriverTest, ClusterGemmLaunchesWithTheClusterDimension) {
   {
     Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,cm=2,sk=1");
     counted_gemms(r, s, a, b, y, 3);
-    EXPECT_EQ(calls("cuLaunchKernelEx"), 3);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 6);
+    EXPECT_EQ(last_launch_ex().dependent, 1);
+    EXPECT_EQ(last_launch_ex().cluster, 1);
     EXPECT_EQ(calls("cuOccupancyMaxActiveClusters"), 0) << "asked once per kernel, before";
   }
   {
     Choice c("sg=1,bn=192,ps=5,rg=8m,pp=4,sk=1");
     counted_gemms(r, s, a, b, y, 1);
-    EXPECT_EQ(calls("cuLaunchKernelEx"), 0);
-    EXPECT_GE(calls("cuLaunchKernel"), 1);
+    EXPECT_EQ(calls("cuLaunchKernelEx"), 1);  // the fallback
+    EXPECT_EQ(last_launch_ex().cluster, 1);
+    EXPECT_GE(calls("cuLaunchKernel"), 2);  // the expansions, the staged kernel
   }
 }
 
@@ -315,10 +319,11 @@ TEST_F(FakeDriverTest, GemmKernelNamesTheConfigAndItsSource) {
 }
 
 // A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and a fused
-// fallback: the window flag and whatever tile counters the launch uses are cleared by one memset;
-// A's expansion (with B's check), the swapped kernel and the fused fallback are the three launches,
-// the swapped one with programmatic dependent launch.
-TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
+// fallback (split in four through global memory at 128 rows): one memset clears the fallback's
+// tile counters, and nothing else (the window flag takes a new mark per call instead); A's
+// expansion (with B's check), the swapped kernel and the fused fallback are the three launches,
+// the last two as programmatic dependents of the one before (cuLaunchKernelEx).
+TEST_F(FakeDriverTest, SwappedGemmClearsOnlyTheFallbacksCountersAndChainsIt) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
   const GemmShape s{128, 4096, 4096};
@@ -326,19 +331,22 @@ TEST_F(FakeDriverTest, SwappedGemmClearsItsScratchWithOneMemset) {
   counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
   EXPECT_EQ(calls("cuMemsetD32Async"), 1);
   EXPECT_EQ(calls("cuMemsetD8Async"), 0);
-  // The swapped kernel as a programmatic dependent of the expansion (cuLaunchKernelEx).
-  EXPECT_EQ(calls("cuLaunchKernelEx"), 1);
-  EXPECT_EQ(calls("cuLaunchKernel"), 2);
+  EXPECT_EQ(calls("cuLaunchKernelEx"), 2);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  const LaunchEx fallback = last_launch_ex();
+  EXPECT_EQ(fallback.dependent, 1);
+  EXPECT_EQ(fallback.cluster, 1);
 }
 
 // The unswapped staged GEMM expands both operands in one launch: mxfp4 (a window flag and a
-// fused fallback) makes three launches (the expansions, the staged kernel, the fallback) after
-// one memset; nvfp4 (exact in 16 bits: no flag, no fallback) two, clearing nothing.
+// fused fallback) makes three launches (the expansions, the staged kernel, the fallback as the
+// staged kernel's programmatic dependent); nvfp4 (exact in 16 bits: no flag, no fallback) two.
+// Neither clears anything: the flag takes a new mark per call, unsplit GEMMs count no tiles.
 TEST_F(FakeDriverTest, StagedGemmExpandsBothOperandsInOneLaunch) {
   cuda::DeviceScope scope;
   struct Case {
     const char* recipe;
-    int launches, memsets;
+    int launches, dependents;
   };
   for (const Case& c : {Case{"mxfp4", 3, 1}, Case{"nvfp4", 2, 0}}) {
     const Recipe r = parse_recipe(c.recipe);
@@ -346,7 +354,11 @@ TEST_F(FakeDriverTest, StagedGemmExpandsBothOperandsInOneLaunch) {
     const FpropOperands ops(*engine_, r, s);
     counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
     EXPECT_EQ(calls("cuLaunchKernel") + calls("cuLaunchKernelEx"), c.launches) << c.recipe;
-    EXPECT_EQ(calls("cuMemsetD32Async"), c.memsets) << c.recipe;
+    EXPECT_EQ(calls("cuLaunchKernelEx"), c.dependents) << c.recipe;
+    if (c.dependents > 0) {
+      EXPECT_EQ(last_launch_ex().dependent, 1) << c.recipe;
+    }
+    EXPECT_EQ(calls("cuMemsetD32Async"), 0) << c.recipe;
   }
 }
 

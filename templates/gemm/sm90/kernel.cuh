@@ -37,7 +37,12 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
   // Fallback of the staged path: run only when its expansion found a shift outside the window.
-  if (p_in.fallback != nullptr && p_in.fallback_runs != 0 && *p_in.fallback == 0u) return;
+  // Launched as a programmatic dependent of the staged or swapped kernel (gemm_launch.cpp): that
+  // grid finishes, and its writes (the swapped kernel's own window check) are seen, first.
+  if (p_in.fallback != nullptr && p_in.fallback_runs != 0) {
+    wait_prerequisite_grid();
+    if (*p_in.fallback != p_in.fallback_mark) return;
+  }
   // Compile-time sizes fold into every role's loops and edge checks.
   const GemmParams p = with_fixed_sizes<Cfg>(p_in);
   extern __shared__ unsigned char smem_raw[];

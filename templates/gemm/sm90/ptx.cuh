@@ -220,6 +220,11 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 __device__ __forceinline__ void wait_prerequisite_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
+// Lets the grid launched after this one as a programmatic dependent start (it still waits for
+// this grid's completion in wait_prerequisite_grid before it reads what this grid wrote).
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 // Release / acquire at GPU scope for the split-K hand-off (a relaxed atomic after it releases,
 // before it acquires): lighter than __threadfence()'s sequentially consistent fence.sc.gpu.
 __device__ __forceinline__ void fence_acq_rel_gpu() {

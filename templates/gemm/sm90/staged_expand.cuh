@@ -12,7 +12,8 @@
 //            and ref the largest over the segment (kPeriod K tiles of 64 elements); factor 2^ref
 //            for every row
 // Blocks whose codes are all zero take no part in ref (they expand to zero whatever their scale).
-// A shift below the window (mx: t < 0; ms_grad: c_k - ref < -23) sets *flag: the staged kernel
+// A shift below the window (mx: t < 0; ms_grad: c_k - ref < -23) writes the call's mark into
+// *flag (GemmParams::fallback_mark): the staged kernel
 // then leaves D to the fused kernel, which handles any spread. NaN scales give NaN factors (the
 // whole row, or for ms_grad the whole segment, of the product is NaN, as in the reference).
 //
@@ -172,7 +173,7 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
       v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
                                           16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
-    if (outside && ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u) *p.flag = 1u;
+    if (outside && ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u) *p.flag = p.flag_mark;
     unsigned o[16];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -210,7 +211,7 @@ __device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p, 
     hi = max(hi, e);
     lo = min(lo, e);
   }
-  if (hi >= 0 && hi - lo > kLutMaxShift) *p.flag = 1u;
+  if (hi >= 0 && hi - lo > kLutMaxShift) *p.flag = p.flag_mark;
 }
 
 // CTA `cta` of an operand's expansion (its index among that operand's CTAs), with the CTA's
@@ -285,7 +286,7 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
       } else if (nonzero) {  // only active lanes hold nonzero codes
         shift = e - ref + kLutMaxShift;
         if (shift < 0) {
-          *p.flag = 1u;
+          *p.flag = p.flag_mark;
           shift = kLutZero;
         }
       }

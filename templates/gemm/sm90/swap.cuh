@@ -246,7 +246,7 @@ __device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& s
     const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
     // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
     if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
-      *const_cast<unsigned*>(p.fallback) = 1u;
+      *const_cast<unsigned*>(p.fallback) = p.fallback_mark;
     const unsigned shifts =
         (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
     unsigned lut[8];
@@ -440,7 +440,10 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   wait_prerequisite_grid();
   // The expansion pass found a code outside the exact window: the fused kernel launched next does
   // the work.
-  if (p.fallback != nullptr && *p.fallback != 0u) return;
+  if (p.fallback != nullptr && *p.fallback == p.fallback_mark) return;
+  // The fused fallback (mx), launched next as a programmatic dependent, waits for this grid
+  // before it reads the flag, which this kernel may still write (below).
+  launch_dependents();
 
   if (tid < 128) {
     setmaxnreg_dec<T::kProducerRegs>();
