@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <utility>
 
@@ -21,10 +22,13 @@ namespace fp4jit::cuda {
 namespace {
 
 // A new nonzero mark for each GEMM launch with a window flag (GemmParams::fallback_mark): a Weyl
-// sequence, so consecutive calls differ and the values stale scratch usually holds (zero, small
-// integers, common float bits) come up only by chance.
+// sequence from a start that differs between processes, so consecutive calls differ and the
+// values stale scratch usually holds (zero, small integers, common float bits, an earlier
+// process's marks) come up only by chance.
 unsigned next_fallback_mark() {
-  static std::atomic<unsigned> state{0x2545F491u};
+  static std::atomic<unsigned> state{static_cast<unsigned>(
+      static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count()) *
+      0x2545F491ull)};
   unsigned m = 0u;
   while (m == 0u) m = state.fetch_add(0x9E3779B9u, std::memory_order_relaxed) + 0x9E3779B9u;
   return m;
