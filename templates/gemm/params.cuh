@@ -87,7 +87,7 @@ struct ExpandParams {
   unsigned flag_mark;  // GemmParams::fallback_mark of the GEMM it expands for
   // Swapped small-M path (gemm/sm90/swap.cuh, mx): the launch that expands A also checks the
   // block-scale codes of B, which the GEMM expands on chip, against the exact window: CTAs from
-  // expand_ctas on take one (row, promotion segment) of B per thread and set *flag when a code
+  // expand_ctas on take one (row, promotion segment) of B per thread and mark *flag when a code
   // lies more than 14 binades below the segment's largest (NaN codes aside). The check sees codes
   // only, so an all-zero block with a small scale counts too. check_scale null: no check.
   const unsigned char* check_scale;

@@ -13,9 +13,9 @@
 //            for every row
 // Blocks whose codes are all zero take no part in ref (they expand to zero whatever their scale).
 // A shift below the window (mx: t < 0; ms_grad: c_k - ref < -23) writes the call's mark into
-// *flag (GemmParams::fallback_mark): the staged kernel
-// then leaves D to the fused kernel, which handles any spread. NaN scales give NaN factors (the
-// whole row, or for ms_grad the whole segment, of the product is NaN, as in the reference).
+// *flag (GemmParams::fallback_mark): the staged kernel then leaves D to the fused kernel, which
+// handles any spread. NaN scales give NaN factors (the whole row, or for ms_grad the whole
+// segment, of the product is NaN, as in the reference).
 //
 // Element order: ms keeps expand.cuh's even/odd order inside every 8 elements; the staged kernel
 // applies it to both operands, which leaves the product unchanged.
