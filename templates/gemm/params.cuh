@@ -61,7 +61,9 @@ struct GemmParams {
   // the fused kernel launched after it with fallback_runs = 1 runs only when it does, so exactly
   // one of them writes D. The mark changes from call to call, so the flag needs no clearing: any
   // other value the word holds means "in the window" (a stale word that happened to equal the
-  // mark would only send the product to the fused kernel, which computes it as well).
+  // mark would only send the product to the fused kernel, which computes it as well). A launch
+  // replayed with the same parameters (a captured CUDA graph) keeps its mark, so after one window
+  // failure its later replays also take the fused kernel: still exact, slower.
   const unsigned* fallback;
   int fallback_runs;
   unsigned fallback_mark;
