@@ -72,6 +72,14 @@ struct GemmParams {
   int tma_store;
 };
 
+#if defined(__CUDACC__)
+// Whether this call's expansion found a shift outside the exact window (GemmParams::fallback):
+// the staged and swapped kernels then leave D to the fused fallback, which runs only then.
+__device__ __forceinline__ bool window_failed(const GemmParams& p) {
+  return p.fallback != nullptr && *p.fallback == p.fallback_mark;
+}
+#endif
+
 // The expansion pass of the staged sm90 path: one quantized operand [rows, K] -> its tensor-core
 // operand [rows, K] (E4M3 bytes, or FP16 / BF16) plus per-(segment, row) factors.
 struct ExpandParams {

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
   // grid finishes, and its writes (the swapped kernel's own window check) are seen, first.
   if (p_in.fallback != nullptr && p_in.fallback_runs != 0) {
     wait_prerequisite_grid();
-    if (*p_in.fallback != p_in.fallback_mark) return;
+    if (!gemm::window_failed(p_in)) return;
   }
   // Compile-time sizes fold into every role's loops and edge checks.
   const GemmParams p = with_fixed_sizes<Cfg>(p_in);

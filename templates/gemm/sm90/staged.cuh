@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   using T = StagedTraits<Cfg>;
   // The expansion found a shift outside the exact window: the fused kernel launched next does the
   // work.
-  if (p_in.fallback != nullptr && *p_in.fallback == p_in.fallback_mark) return;
+  if (gemm::window_failed(p_in)) return;
   // The fused fallback, launched next as a programmatic dependent, may take SMs as this grid's
   // CTAs leave; it waits for this grid before it reads the flag.
   launch_dependents();

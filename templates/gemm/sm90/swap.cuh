@@ -440,7 +440,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   wait_prerequisite_grid();
   // The expansion pass found a code outside the exact window: the fused kernel launched next does
   // the work.
-  if (p.fallback != nullptr && *p.fallback == p.fallback_mark) return;
+  if (gemm::window_failed(p)) return;
   // The fused fallback (mx), launched next as a programmatic dependent, waits for this grid
   // before it reads the flag, which this kernel may still write (below).
   launch_dependents();
