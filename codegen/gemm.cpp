@@ -195,7 +195,13 @@ std::optional<GemmChoice> sm90_fallback_choice(const GemmSpec& spec, const GemmC
   if ((!choice.sm90.staged && !choice.sm90.swap) || spec.path == GemmPath::ms ||
       spec.path == GemmPath::nv)
     return std::nullopt;
-  return choose_sm90_gemm(spec, m, sm_count, false);
+  // Unsplit: the fallback runs only on a window failure, and without split-K it needs no tile
+  // counters, so the call clears nothing for it (no memset on the staged and swapped paths).
+  GemmChoice fb = choose_sm90_gemm(spec, m, sm_count, false);
+  const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, fb.sm90.block_n);
+  fb.splits = 1;
+  fb.grid = static_cast<int>(std::min<std::int64_t>(tiles, sm_count));
+  return fb;
 }
 
 std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& choice,

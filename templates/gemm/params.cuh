@@ -74,9 +74,14 @@ struct GemmParams {
 
 #if defined(__CUDACC__)
 // Whether this call's expansion found a shift outside the exact window (GemmParams::fallback):
-// the staged and swapped kernels then leave D to the fused fallback, which runs only then.
+// the staged and swapped kernels then leave D to the fused fallback, which runs only then. Read at
+// GPU scope (not from L1): the word was written by the expansion grid, which has completed
+// whenever one of these kernels reads it.
 __device__ __forceinline__ bool window_failed(const GemmParams& p) {
-  return p.fallback != nullptr && *p.fallback == p.fallback_mark;
+  if (p.fallback == nullptr) return false;
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p.fallback) : "memory");
+  return v == p.fallback_mark;
 }
 #endif
 

@@ -318,24 +318,25 @@ TEST_F(FakeDriverTest, GemmKernelNamesTheConfigAndItsSource) {
   }
 }
 
-// A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and a fused
-// fallback (split in four through global memory at 128 rows): one memset clears the fallback's
-// tile counters, and nothing else (the window flag takes a new mark per call instead); A's
-// expansion (with B's check), the swapped kernel and the fused fallback are the three launches,
-// the last two as programmatic dependents of the one before (cuLaunchKernelEx).
-TEST_F(FakeDriverTest, SwappedGemmClearsOnlyTheFallbacksCountersAndChainsIt) {
+// A swapped GEMM with split-K (in clusters of two: no tile counters of its own) and its fused
+// fallback (unsplit: one CTA per 128 x 128 tile, no counters either): the call clears nothing (the
+// window flag takes a new mark per call instead); A's expansion (with B's check), the swapped
+// kernel and the fused fallback are the three launches, the last two as programmatic dependents of
+// the one before (cuLaunchKernelEx).
+TEST_F(FakeDriverTest, SwappedGemmClearsNothingAndChainsItsFallback) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
   const GemmShape s{128, 4096, 4096};
   const FpropOperands ops(*engine_, r, s);
   counted_gemms(r, s, ops.a, ops.b, ops.y, 1);
-  EXPECT_EQ(calls("cuMemsetD32Async"), 1);
+  EXPECT_EQ(calls("cuMemsetD32Async"), 0);
   EXPECT_EQ(calls("cuMemsetD8Async"), 0);
   EXPECT_EQ(calls("cuLaunchKernelEx"), 2);
   EXPECT_EQ(calls("cuLaunchKernel"), 1);
   const LaunchEx fallback = last_launch_ex();
   EXPECT_EQ(fallback.dependent, 1);
   EXPECT_EQ(fallback.cluster, 1);
+  EXPECT_EQ(fallback.grid, 4096 / 128);
 }
 
 // The unswapped staged GEMM expands both operands in one launch: mxfp4 (a window flag and a

@@ -121,6 +121,10 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_EQ(plan.kernels().size(), 3u);
   ASSERT_EQ(plan.fallback.size(), 1u);
   EXPECT_FALSE(plan.fallback.front().swap);
+  // The fallback runs unsplit (no tile counters to clear per call), one CTA per 128 x 128 tile.
+  EXPECT_EQ(plan.fallback.front().choice.splits, 1);
+  EXPECT_EQ(plan.fallback.front().workspace_floats, 0);
+  EXPECT_EQ(plan.fallback.front().choice.grid, 32);
 }
 
 TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {

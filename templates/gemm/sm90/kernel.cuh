@@ -37,11 +37,14 @@ __global__ void __launch_bounds__(GemmTraits<Cfg>::kThreads, 1)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   using T = GemmTraits<Cfg>;
   // Fallback of the staged path: run only when its expansion found a shift outside the window.
-  // Launched as a programmatic dependent of the staged or swapped kernel (gemm_launch.cpp): that
-  // grid finishes, and its writes (the swapped kernel's own window check) are seen, first.
+  // Launched as a programmatic dependent of the staged or swapped kernel (gemm_launch.cpp), whose
+  // CTAs let it start only after their own test of the flag, i.e. after the expansion grid (the
+  // flag's only writer) completed: the flag is final here, so when the window held this grid's
+  // CTAs leave at once, on the SMs the other grid leaves free, instead of waiting for its end.
+  // When it failed, that grid's CTAs returned without writing anything; the wait is for order.
   if (p_in.fallback != nullptr && p_in.fallback_runs != 0) {
-    wait_prerequisite_grid();
     if (!gemm::window_failed(p_in)) return;
+    wait_prerequisite_grid();
   }
   // Compile-time sizes fold into every role's loops and edge checks.
   const GemmParams p = with_fixed_sizes<Cfg>(p_in);

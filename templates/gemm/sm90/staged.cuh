@@ -220,7 +220,8 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   // work.
   if (gemm::window_failed(p_in)) return;
   // The fused fallback, launched next as a programmatic dependent, may take SMs as this grid's
-  // CTAs leave; it waits for this grid before it reads the flag.
+  // CTAs leave; it reads the flag (final: the expansion has completed) and leaves at once when the
+  // window held.
   launch_dependents();
   const GemmParams p = with_fixed_sizes<Cfg>(p_in);
   extern __shared__ unsigned char smem_raw[];

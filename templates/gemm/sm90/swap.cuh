@@ -244,9 +244,11 @@ __device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& s
     const unsigned e = cur.code[i][t][0];
     const unsigned skip = cur.invalid[i][t] | __vcmpeq4(e, 0xFFFFFFFFu);
     const unsigned below = __vsub4(ref4[i], e);  // ref - e per block, >= 0
-    // Cannot exceed 14 after the expansion pass's check; never a silent approximation.
-    if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u && p.fallback != nullptr)
-      *const_cast<unsigned*>(p.fallback) = p.fallback_mark;
+    // Cannot exceed 14 after the expansion pass's check of the same codes (check_scale_window:
+    // the same segments, NaN codes and blocks past K aside). The fused fallback has already read
+    // the flag and left, so a shift outside the window here is a broken invariant: stop the
+    // kernel (a launch error on the stream) rather than write an approximation.
+    if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u) __trap();
     const unsigned shifts =
         (__vsub4(0x0E0E0E0Eu, below) & ~skip) | (0x0F0F0F0Fu & skip);  // kLutZero = 15
     unsigned lut[8];
@@ -441,8 +443,8 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   // The expansion pass found a code outside the exact window: the fused kernel launched next does
   // the work.
   if (gemm::window_failed(p)) return;
-  // The fused fallback (mx), launched next as a programmatic dependent, waits for this grid
-  // before it reads the flag, which this kernel may still write (below).
+  // The fused fallback (mx), launched next as a programmatic dependent, may start now: the flag
+  // is final (the expansion grid has completed), so it leaves at once when the window held.
   launch_dependents();
 
   if (tid < 128) {
