@@ -427,7 +427,8 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
     pf.fallback_runs = 1;
     pf.fallback_mark = mark;
     // A programmatic dependent of the staged or swapped kernel: its CTAs take the SMs that grid
-    // leaves and, past griddepcontrol.wait, read the flag at once (no launch gap).
+    // leaves, read the flag (final by then) and leave at once when the window held, so they are
+    // done by that grid's end; unsplit (sm90_fallback_choice), so it has no counters to clear.
     launch_gemm_kernel(*fb, a.codes, b.codes, shape, pf, s, true);
   }
   last_bytes_ = l.a.code_bytes() + l.b.code_bytes() + shape.m * shape.n * dtype_size(out.dtype);
