@@ -101,6 +101,62 @@ TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
     }
 }
 
+// The fused fallback of the staged and swapped mx paths leaves at once when the window held,
+// without waiting for the kernel it depends on: the stream's next kernel must still find all of D.
+// Here the next kernel quantizes D (as the next layer would) right after the GEMM, with no
+// synchronization between; D starts as NaN, so any block read before the GEMM wrote it quantizes
+// differently from the same D quantized after a synchronization. Three rounds on the staged
+// (4096 x 4096 x 4096, about 0.14 ms) and the swapped (128 rows) kernel.
+TEST(GpuGemmStaged, TheNextKernelOnTheStreamReadsAllOfD) {
+  REQUIRE_GPU();
+  for (const GemmShape& sh : {GemmShape{4096, 4096, 4096}, GemmShape{128, 4096, 4096}}) {
+    const GemmCase c{"mxfp4", GemmOp::fprop, sh, "", false};
+    CaseData s;
+    ASSERT_EQ(prepare(engine, c, s), "");
+    const std::string kernel = engine.gemm_kernel(s.recipe, c.op, sh);
+    EXPECT_EQ(kernel.rfind(sh.m == 128 ? "sw=1," : "sg=1,", 0), 0u) << kernel;
+    const QuantLayout l = quant_layout(s.recipe, Role::x, sh.m, sh.n);
+    const std::size_t code_bytes = static_cast<std::size_t>(l.code_bytes()),
+                      scale_bytes = static_cast<std::size_t>(l.scale_count());
+    cuda::DeviceBuffer out(static_cast<std::size_t>(sh.m * sh.n) * 2);
+    const TensorView d{out.get(), DType::bf16, sh.m, sh.n, 0};
+    cuda::DeviceBuffer codes[2] = {cuda::DeviceBuffer(code_bytes), cuda::DeviceBuffer(code_bytes)};
+    cuda::DeviceBuffer scales[2] = {cuda::DeviceBuffer(scale_bytes),
+                                    cuda::DeviceBuffer(scale_bytes)};
+    const auto view = [&](int i) {
+      QuantizedView v;
+      v.codes = codes[i].get<std::uint8_t>();
+      v.scales = scales[i].get();
+      return v;
+    };
+    for (int round = 0; round < 3; ++round) {
+      out.fill(0xFF);  // BF16 NaN
+      engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, d);
+      engine.quantize(s.recipe, Role::x, d, view(0));  // the same stream, no synchronization
+      Gpu::get()->scope.synchronize();
+      engine.quantize(s.recipe, Role::x, d, view(1));
+      Gpu::get()->scope.synchronize();
+      std::vector<std::uint8_t> got[2], sc[2];
+      for (int i = 0; i < 2; ++i) {
+        got[i].resize(code_bytes);
+        codes[i].download(got[i].data(), code_bytes);
+        sc[i].resize(scale_bytes);
+        scales[i].download(sc[i].data(), scale_bytes);
+      }
+      std::vector<std::uint16_t> y(static_cast<std::size_t>(sh.m * sh.n));
+      out.download(y.data(), y.size() * 2);
+      std::int64_t nan = 0;
+      for (std::uint16_t v : y) nan += (v & 0x7FFF) > 0x7F80 ? 1 : 0;
+      EXPECT_EQ(nan, 0) << gemm_shape_text(sh) << " round " << round << ": D not fully written";
+      std::int64_t differ = 0;
+      for (std::size_t i = 0; i < code_bytes; ++i) differ += got[0][i] != got[1][i] ? 1 : 0;
+      for (std::size_t i = 0; i < scale_bytes; ++i) differ += sc[0][i] != sc[1][i] ? 1 : 0;
+      EXPECT_EQ(differ, 0) << gemm_shape_text(sh) << " round " << round
+                           << ": the next kernel read D before the GEMM finished it";
+    }
+  }
+}
+
 // The FP16 bits of a value FP16 holds exactly as a normal number, or zero (the biases below).
 std::uint16_t exact_f16(float v) {
   if (v == 0.0f) return std::signbit(v) ? 0x8000 : 0;
