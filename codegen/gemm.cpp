@@ -177,11 +177,12 @@ GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) 
   return c;
 }
 
-GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged) {
+GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged,
+                            bool split) {
   const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(spec.path));
   const int mi = static_cast<int>(std::min<std::int64_t>(m, 0x7fffffff));
   const sm90::GemmChoice h = sm90::choose_gemm(kind, mi, static_cast<int>(spec.n),
-                                               static_cast<int>(spec.k), sm_count, staged);
+                                               static_cast<int>(spec.k), sm_count, staged, split);
   GemmChoice c;
   c.sm90 =
       staged ? default_sm90_staged_config(spec, h.block_n) : default_sm90_config(spec, h.block_n);
@@ -197,11 +198,7 @@ std::optional<GemmChoice> sm90_fallback_choice(const GemmSpec& spec, const GemmC
     return std::nullopt;
   // Unsplit: the fallback runs only on a window failure, and without split-K it needs no tile
   // counters, so the call clears nothing for it (no memset on the staged and swapped paths).
-  GemmChoice fb = choose_sm90_gemm(spec, m, sm_count, false);
-  const std::int64_t tiles = sm90::sm90_tiles(m, spec.n, fb.sm90.block_n);
-  fb.splits = 1;
-  fb.grid = static_cast<int>(std::min<std::int64_t>(tiles, sm_count));
-  return fb;
+  return choose_sm90_gemm(spec, m, sm_count, false, /*split=*/false);
 }
 
 std::vector<KernelSource> gemm_kernels(const GemmSpec& spec, const GemmChoice& choice,

@@ -116,8 +116,10 @@ std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t);
 // The swapped kernel's persistent grid: min(tiles * splits, SMs) CTAs, with cluster split-K whole
 // clusters of `splits` CTAs (at most one per tile, at least one).
 int sm90_swap_grid(std::int64_t tiles, int splits, bool cluster_split, int sm_count);
-// The sm_90a heuristic's choice with the kernel fixed: fused (staged = false) or staged.
-GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged);
+// The sm_90a heuristic's choice with the kernel fixed: fused (staged = false) or staged; split:
+// whether split-K may be chosen.
+GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged,
+                            bool split = true);
 
 // The GEMM kernels' parameter list: tensor_maps TMA descriptors (__grid_constant__), then the
 // GemmParams (the fused and swapped sm90 kernels and sm100 take the operands' two, the staged one

@@ -51,9 +51,10 @@ FP4JIT_GEMM_CONSTEXPR int split_k(long long tiles, int k_tiles, int sms) {
   return splits < 1 ? 1 : static_cast<int>(splits);
 }
 
-// staged: the staged kernel (staged.cuh).
+// staged: the staged kernel (staged.cuh); split: whether split-K may be chosen (the fallback of the
+// staged and swapped paths runs unsplit: it needs no tile counters).
 FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms,
-                                             bool staged = false) {
+                                             bool staged = false, bool split = true) {
   const int k_tiles = ceil_div_i(K, sm90_block_k(kind));
   const bool promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
   // Wider tiles read fewer bytes per FLOP: worth ~12% of utilisation (5 % from 128 to 192).
@@ -66,7 +67,7 @@ FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K
   // Narrow outputs waste half of a 256-wide tile (fused kernel).
   if (!staged && N <= 128) best_bn = 128;
   const long long tiles = sm90_tiles(M, N, best_bn);
-  const int splits = split_k(tiles, k_tiles, sms);
+  const int splits = split ? split_k(tiles, k_tiles, sms) : 1;
   const long long units = tiles * splits;
   return GemmChoice{best_bn, splits, static_cast<int>(units < sms ? units : sms)};
 }

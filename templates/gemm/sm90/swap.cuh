@@ -219,7 +219,7 @@ __device__ __forceinline__ void swap_write_tiles(const Smem& sm, Ring& pos, int 
 
 // mx: the segment's references and factors, then per K tile the rows' E4M3 table words.
 template <class T, class Smem, class Ring>
-__device__ __forceinline__ void swap_write_mx(const GemmParams& p, const Smem& sm, Ring& pos,
+__device__ __forceinline__ void swap_write_mx(const Smem& sm, Ring& pos,
                                               const SwapSegmentCodes<T>& cur, int seg_tiles) {
   // ref: the largest valid code per row (NaN codes aside); shift t = e - ref + 14 per block,
   // kLutZero for blocks past K or N and for NaN codes (whose row's factor is NaN).
@@ -500,7 +500,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
         }
         if (seg_tiles > 0) {
           if constexpr (T::kFp8)
-            swap_write_mx<T>(p, sm, pos, cur, seg_tiles);
+            swap_write_mx<T>(sm, pos, cur, seg_tiles);
           else
             swap_write_nv<T>(sm, pos, cur, seg_tiles);
         }
