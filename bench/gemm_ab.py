@@ -11,11 +11,12 @@ the same GPU in one run.
 --env applies to both sides, --old-env and --new-env (repeatable, KEY=VALUE) to one side on top
 of it; without --new the new side runs the old build (then its settings must differ).
 
-Each build first runs every GEMM once (its kernels compiled, or read from the cache), then the
-rounds run both builds back to back, alternating which goes first, so that clock and thermal
-drift fall on both. The figure compared is `fp4jit bench gemm`'s back-to-back median (the GPU
-kept busy by consecutive calls); the table gives each build's range over the rounds, the
-speed-up of the medians (old / new time), and the kernel each build ran where they differ.
+Each side (a build with its settings) first runs every GEMM once (its kernels compiled, or read
+from the cache), then the rounds run both sides back to back, alternating which goes first, so
+that clock and thermal drift fall on both. The figure compared is `fp4jit bench gemm`'s
+back-to-back median (the GPU kept busy by consecutive calls); the table gives each side's range
+over the rounds, the speed-up of the medians (old / new time), and the kernel each side ran
+where they differ.
 Without a GPU the CLI reports no time and the speed-up column says so.
 """
 import argparse
@@ -89,7 +90,7 @@ def main():
     times = {}    # (recipe, op, shape) -> {"old": [ms...], "new": [ms...]}
     kernels = {}  # (recipe, op, shape) -> {"old": text, "new": text}
     for recipe in recipes:
-        for name, path in builds.items():  # compile / load every kernel first
+        for name, path in builds.items():  # each side compiles / loads its kernels first
             bench(path, recipe, a.op, a.gemm, 3, envs[name])
         for rnd in range(a.rounds):
             order = ("old", "new") if rnd % 2 == 0 else ("new", "old")
