@@ -281,6 +281,11 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
   }
   // Persistent CTAs: each walks tiles with the next tile's loads in flight.
   const i64 tiles = ceil_div(in.rows, cfg.tile_rows) * ceil_div(in.cols, cfg.tile_cols);
+  // The kernel walks its tiles in 32-bit arithmetic (quantize_tile.cuh).
+  if (tiles >= (i64{1} << 30))
+    fail(ErrorKind::invalid_argument,
+         "quantize: a {}x{} input makes {} tiles of {}x{}, more than the tile kernel walks (2^30)",
+         in.rows, in.cols, tiles, cfg.tile_rows, cfg.tile_cols);
   launch(codegen::quantize_tile_kernel(row, col, in.dtype, phase, requant, cfg, device_.target,
                                        fused_sums),
          tiles, cfg.threads, a, bytes, true);

@@ -24,16 +24,20 @@ FP4JIT_DEV int warp_id() {
 
 // Position (r, c) in a grid `cols` wide (flat index r * cols + c), moved by a fixed step without
 // a 64-bit division per move. kReverse walks the flat indices from the end (total - 1 - i): the
-// stats passes do, so that the quantize pass after them finds the last items still in L2.
-template <bool kReverse>
+// stats passes do, so that the quantize pass after them finds the last items still in L2. Index:
+// the type of the position and the step (int where the launch keeps the grid below 2^31 items:
+// the moves then stay in 32-bit arithmetic).
+template <bool kReverse, class Index = i64>
 struct GridWalk {
-  i64 r, c, dr, dc, cols;
-  FP4JIT_DEV GridWalk(i64 first, i64 step, i64 grid_cols, i64 total) : cols(grid_cols) {
+  Index r, c, dr, dc, cols;
+  FP4JIT_DEV GridWalk(i64 first, i64 step, i64 grid_cols, i64 total)
+      : cols(static_cast<Index>(grid_cols)) {
     const i64 i = kReverse ? total - 1 - first : first;
-    r = i / cols;
-    c = i - r * cols;
-    dr = step / cols;
-    dc = step - dr * cols;
+    const i64 ri = i / grid_cols, si = step / grid_cols;
+    r = static_cast<Index>(ri);
+    c = static_cast<Index>(i - ri * grid_cols);
+    dr = static_cast<Index>(si);
+    dc = static_cast<Index>(step - si * grid_cols);
   }
   FP4JIT_DEV void next() {
     if constexpr (kReverse) {
@@ -75,6 +79,23 @@ FP4JIT_DEV u32 shfl_xor(u32 v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 
+// A if kFirst, else B (std::conditional_t without the standard headers NVRTC lacks).
+template <bool kFirst, class A, class B>
+struct Pick {
+  using type = A;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  using type = B;
+};
+
+// v (>= 0) as int, capped at 2^31 - 1: a bound that no 32-bit tile index reaches.
+FP4JIT_DEV int bound32(i64 v) {
+  return v < 2147483647 ? static_cast<int>(v) : 2147483647;
+}
+FP4JIT_DEV int imin(int a, int b) {
+  return a < b ? a : b;
+}
 FP4JIT_DEV u32 umax(u32 a, u32 b) {
   return a > b ? a : b;
 }

@@ -212,13 +212,15 @@ struct TilePass {
         row(a.row),
         col(a.col) {}
   // Tiles t, t + step, t + 2 step, ... as (tile row, tile column), walked in reverse by the
-  // stats pass (GridWalk).
-  struct Walk : GridWalk<Cfg::phase == Phase::stats> {
-    FP4JIT_DEV Walk(const TilePass& p, i64 t, i64 step)
-        : GridWalk<Cfg::phase == Phase::stats>(t, step, p.tiles_j, p.tiles) {}
-    FP4JIT_DEV i64 i0() const { return this->r * kTM; }
-    FP4JIT_DEV i64 j0() const { return this->c * kTN; }
+  // stats pass (GridWalk); in 32-bit arithmetic (the launch refuses grids of 2^31 tiles or more).
+  template <class Index>
+  struct WalkOf : GridWalk<Cfg::phase == Phase::stats, Index> {
+    FP4JIT_DEV WalkOf(const TilePass& p, i64 t, i64 step)
+        : GridWalk<Cfg::phase == Phase::stats, Index>(t, step, p.tiles_j, p.tiles) {}
+    FP4JIT_DEV i64 i0() const { return static_cast<i64>(this->r) * kTM; }
+    FP4JIT_DEV i64 j0() const { return static_cast<i64>(this->c) * kTN; }
   };
+  using Walk = WalkOf<int>;
 };
 
 // The raw-tile path: every operand of the kernel by lane-owned groups (no OCC, no double
@@ -434,31 +436,42 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
   const TilePass<Cfg> pass(a);
-  const i64 tiles = pass.tiles;
+  // Double quantization's kernels (at their register cap) keep the walk in 64-bit arithmetic:
+  // with 32-bit moves ptxas held it in vector registers there and spilled (tetrajet's x pair).
+  using Walk = typename TilePass<Cfg>::template WalkOf<typename Pick<kRequant, i64, int>::type>;
+  const int tiles = static_cast<int>(pass.tiles);  // below 2^30: the launch refuses more
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
+  const int tid = static_cast<int>(threadIdx.x);
   u32 row_max = 0u, col_max = 0u;
+  // Tiles inside the source (tile row < in_r, tile column < in_c): whole 16-byte loads, no
+  // bounds. i0 + kTM <= rows exactly when r < rows / kTM.
+  const int in_r = bound32(a.rows / kTM), in_c = bound32(a.cols / kTN);
   // A thread's chunks of a tile share a column and step kRowStep rows, which keeps their swizzle
-  // (raw_chunk's term 2r & 7 repeats every 4 rows): inside the tensor, one address and offsets.
+  // (raw_chunk's term 2r & 7 repeats every 4 rows): inside the tensor, one address and offsets,
+  // the thread's part of them (its chunk's slot and source offset from the tile's corner) set
+  // apart from the tile's.
   constexpr int kRowStep = Cfg::threads / kCPR;
   constexpr bool kStrided =
       Cfg::threads % kCPR == 0 && kRowStep % 4 == 0 && kChunks % Cfg::threads == 0;
-  const auto issue = [&](i64 i0, i64 j0, int stage) {
+  const int q_r = tid / kCPR, q_c = tid % kCPR;
+  const i64 q_src = static_cast<i64>(q_r) * a.stride * kEsz + q_c * 16;
+  const i64 q_step = static_cast<i64>(kRowStep) * a.stride * kEsz;
+  const int q_dst = raw_chunk<kCPR>(q_r, q_c);
+  const auto issue = [&](const Walk& w, int stage) {
     uint4* slot = ring + stage * kChunks;
+    const i64 i0 = w.i0(), j0 = w.j0();
     if constexpr (kStrided) {
-      if (vector_ok && i0 + kTM <= a.rows && j0 + kTN <= a.cols) {
-        const int q = static_cast<int>(threadIdx.x);
-        const int r = q / kCPR, c = q % kCPR;
-        const char* src = in + ((i0 + r) * a.stride + j0) * kEsz + c * 16;
-        const i64 step = static_cast<i64>(kRowStep) * a.stride * kEsz;
-        uint4* dst = slot + raw_chunk<kCPR>(r, c);
+      if (vector_ok && w.r < in_r && w.c < in_c) {
+        const char* src = in + (i0 * a.stride + j0) * kEsz + q_src;
+        uint4* dst = slot + q_dst;
 #pragma unroll
         for (int k = 0; k < kChunks / Cfg::threads; ++k)
-          cp_async16(dst + k * kRowStep * kCPR, src + k * step, 16);
+          cp_async16(dst + k * kRowStep * kCPR, src + k * q_step, 16);
         return;
       }
     }
-    for (int q = static_cast<int>(threadIdx.x); q < kChunks; q += Cfg::threads) {
+    for (int q = tid; q < kChunks; q += Cfg::threads) {
       const int r = q / kCPR, c = q % kCPR;
       const i64 i = i0 + r;
       // Rows past the tensor: an empty row (zero-filled).
@@ -642,23 +655,32 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     }
   };
 
-  const i64 t0 = blockIdx.x, tstep = gridDim.x;
-  typename TilePass<Cfg>::Walk ahead_at(pass, t0, tstep);
+  const int t0 = static_cast<int>(blockIdx.x), tstep = static_cast<int>(gridDim.x);
+  Walk ahead_at(pass, t0, tstep);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (t0 + s * tstep < tiles) issue(ahead_at.i0(), ahead_at.j0(), s);
+    if (t0 + s * tstep < tiles) issue(ahead_at, s);
     cp_async_commit();
     ahead_at.next();
   }
-  typename TilePass<Cfg>::Walk at(pass, t0, tstep);
+  Walk at(pass, t0, tstep);
   int stage = 0;
-  // Code rows whose 16-byte stores need no alignment test (with the tile's bounds: `whole`).
+  // Tiles whose units are all whole (inside both operands: no bounds to check, and code rows
+  // whose 16-byte stores need no alignment test): tile row < whole_r and column < whole_c.
   const bool aligned =
       (!kRows || a.row.row_bytes % 16 == 0) && (!kCols || a.col.row_bytes % 16 == 0);
-  for (i64 t = t0; t < tiles; t += tstep, at.next(), ahead_at.next()) {
+  int whole_r = aligned ? 2147483647 : 0, whole_c = whole_r;
+  if constexpr (kRows) {
+    whole_r = imin(whole_r, bound32(a.row.rows / kTM));
+    whole_c = imin(whole_c, bound32(a.row.cols / kTN));
+  }
+  if constexpr (kCols) {
+    whole_r = imin(whole_r, bound32(a.col.cols / kTM));
+    whole_c = imin(whole_c, bound32(a.col.rows / kTN));
+  }
+  for (int t = t0; t < tiles; t += tstep, at.next(), ahead_at.next()) {
     // The slot of the tile quantized last round takes the tile kStages - 1 rounds ahead.
-    const i64 ahead = t + (kStages - 1) * tstep;
-    if (ahead < tiles) issue(ahead_at.i0(), ahead_at.j0(), stage == 0 ? kStages - 1 : stage - 1);
+    if (t + (kStages - 1) * tstep < tiles) issue(ahead_at, stage == 0 ? kStages - 1 : stage - 1);
     cp_async_commit();
     cp_async_wait<kStages - 1>();
     __syncthreads();
@@ -666,7 +688,6 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     uint4* tile = ring + stage * kChunks;
     if constexpr (Cfg::col_sums)
       tile_raw_column_sums<Cfg, kSumWarps.first, kSumWarps.count>(tile, a, i0, j0);
-    const int tid = static_cast<int>(threadIdx.x);
     // The tile's units, for a tile whose units are all whole (inside both operands: no bounds
     // to check, stores of whole groups) or not.
     // Units unrolled where every operand takes the packed encoder (at most 85 registers and no
@@ -697,10 +718,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
             tid, [&](int u) { col_unit(whole, tile, u, i0, j0); });
       }
     };
-    bool whole = aligned;
-    if constexpr (kRows) whole = whole && i0 + kTM <= a.row.rows && j0 + kTN <= a.row.cols;
-    if constexpr (kCols) whole = whole && j0 + kTN <= a.col.rows && i0 + kTM <= a.col.cols;
-    if (whole)
+    if (at.r < whole_r && at.c < whole_c)
       units(true);
     else
       units(false);

@@ -21,14 +21,16 @@ namespace {
 using kern::i64;
 
 // Runs every CTA's walk over a rows x cols grid: each flat index once, at its row-major place.
-template <bool kReverse>
+// Index: the walk's position type (int: quantize_tile's 32-bit walk).
+template <bool kReverse, class Index = i64>
 void check_grid(i64 rows, i64 cols, i64 ctas) {
   SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tiles, " << ctas << " CTAs"
-                                  << (kReverse ? ", reverse" : ""));
+                                  << (kReverse ? ", reverse" : "") << ", " << sizeof(Index) * 8
+                                  << "-bit");
   const i64 total = rows * cols;
   std::vector<int> count(static_cast<std::size_t>(total), 0);
   for (i64 b = 0; b < ctas; ++b) {
-    kern::GridWalk<kReverse> w(b, ctas, cols, total);
+    kern::GridWalk<kReverse, Index> w(b, ctas, cols, total);
     for (i64 t = b; t < total; t += ctas, w.next()) {
       const i64 i = kReverse ? total - 1 - t : t;
       ASSERT_EQ(w.r, i / cols) << "flat index " << i;
@@ -54,6 +56,8 @@ TEST(EmuWalk, GridWalkVisitsEveryTileOnceRowByRow) {
   for (const Grid& g : kGrids) {
     check_grid<false>(g.rows, g.cols, g.ctas);
     check_grid<true>(g.rows, g.cols, g.ctas);
+    check_grid<false, int>(g.rows, g.cols, g.ctas);
+    check_grid<true, int>(g.rows, g.cols, g.ctas);
   }
 }
 
