@@ -347,6 +347,21 @@ TEST(CudaSpace, QuantizeCandidatesValidate) {
   EXPECT_FALSE(pruned.empty());  // e.g. 128 x 128 tiles exceed 48 KiB of shared memory
   for (const auto& t : tiles)
     EXPECT_NO_THROW(t.config.validate(&recipe[Role::x], &recipe[Role::xt], DType::bf16));
+  // The heuristic's CTA and tile under each register cap the SM allows, among the candidates a
+  // CUDA tune measures by default (24, nearest the heuristic first).
+  const codegen::TileConfig h = tiles.front().config;
+  ASSERT_EQ(h.min_blocks, 0);
+  int caps = 0;
+  for (int minb = 1; minb <= 4 && h.threads * minb <= 2048; ++minb, ++caps) {
+    codegen::TileConfig c = h;
+    c.min_blocks = minb;
+    const auto it = std::find_if(tiles.begin(), tiles.end(),
+                                 [&](const auto& t) { return t.candidate.config == c.text(); });
+    ASSERT_NE(it, tiles.end()) << c.text();
+    EXPECT_EQ(it->config.min_blocks, minb);
+    EXPECT_LT(it - tiles.begin(), 24) << c.text() << " falls past the default candidate count";
+  }
+  EXPECT_GE(caps, 2);
 }
 TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   const cuda::QuantizeTuning rows = cuda::parse_quantize_tuning("rows:threads=128,unroll=2");
