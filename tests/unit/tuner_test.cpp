@@ -369,6 +369,11 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   EXPECT_EQ(rows.text(), "rows:threads=128,unroll=2");
   EXPECT_EQ(cuda::parse_quantize_tuning("tile:threads=256,tile=32x64").text(),
             "tile:threads=256,tile=32x64");
+  // A register cap the tuner chose comes back with its tuning.
+  const cuda::QuantizeTuning capped = cuda::parse_quantize_tuning("tile:threads=256,tile=64x128,minb=1");
+  ASSERT_TRUE(capped.tile);
+  EXPECT_EQ(capped.tile->min_blocks, 1);
+  EXPECT_EQ(capped.text(), "tile:threads=256,tile=64x128,minb=1");
   EXPECT_THROW(cuda::parse_quantize_tuning("rows:threads=100,unroll=2"),
                Error);  // not a warp multiple
   EXPECT_THROW(cuda::parse_quantize_tuning("grid:threads=128"), Error);
@@ -381,6 +386,13 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::x, 256, 512, DType::bf16, d))
     applied = applied || (op == "quantize_rows" && config == "threads=128,unroll=2");
   EXPECT_TRUE(applied) << "a tuned rows config reaches the plan";
+  // So does a tile config with a register cap (the transposed operand's kernel).
+  cuda::DeviceInfo dc;
+  dc.tile_config = &*capped.tile;
+  applied = false;
+  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::xt, 256, 512, DType::bf16, dc))
+    applied = applied || (op == "quantize_tile" && config == "threads=256,tile=64x128,minb=1");
+  EXPECT_TRUE(applied) << "a tuned tile config with minb= reaches the plan";
   // A tile config the operand's kernel cannot take is set aside for the heuristic's.
   const codegen::TileConfig bad{1024, 8, 8};
   cuda::DeviceInfo e;
