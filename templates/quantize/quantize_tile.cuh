@@ -212,7 +212,7 @@ struct TilePass {
         row(a.row),
         col(a.col) {}
   // Tiles t, t + step, t + 2 step, ... as (tile row, tile column), walked in reverse by the
-  // stats pass (GridWalk); in 32-bit arithmetic (the launch refuses grids of 2^31 tiles or more).
+  // stats pass (GridWalk); Walk in 32-bit arithmetic (the launch refuses 2^30 tiles or more).
   template <class Index>
   struct WalkOf : GridWalk<Cfg::phase == Phase::stats, Index> {
     FP4JIT_DEV WalkOf(const TilePass& p, i64 t, i64 step)
