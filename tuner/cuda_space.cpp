@@ -208,11 +208,12 @@ std::vector<CudaTileCandidate> cuda_tile_space(const OperandSpec* row, const Ope
   // allocator; the kernel's own rule otherwise): the trade between registers per thread and warps
   // per SM moves with the GPU (an H100's pairs ran 1.10x faster at 256 threads with two CTAs'
   // worth of registers than with the rule's three).
-  for (int minb = 1; minb <= 4; ++minb) {
-    codegen::TileConfig c = h;
-    c.min_blocks = minb;
-    if (h.min_blocks == 0 && h.threads * minb <= 2048) consider(c);
-  }
+  if (h.min_blocks == 0)
+    for (int minb = 1; minb <= 4; ++minb) {
+      codegen::TileConfig c = h;
+      c.min_blocks = minb;
+      consider(c);  // validate() prunes caps the SM cannot hold (threads x minb > 2048)
+    }
   order_by_distance(out);
   return out;
 }

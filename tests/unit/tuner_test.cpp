@@ -370,7 +370,8 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   EXPECT_EQ(cuda::parse_quantize_tuning("tile:threads=256,tile=32x64").text(),
             "tile:threads=256,tile=32x64");
   // A register cap the tuner chose comes back with its tuning.
-  const cuda::QuantizeTuning capped = cuda::parse_quantize_tuning("tile:threads=256,tile=64x128,minb=1");
+  const cuda::QuantizeTuning capped =
+      cuda::parse_quantize_tuning("tile:threads=256,tile=64x128,minb=1");
   ASSERT_TRUE(capped.tile);
   EXPECT_EQ(capped.tile->min_blocks, 1);
   EXPECT_EQ(capped.text(), "tile:threads=256,tile=64x128,minb=1");
@@ -390,7 +391,8 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   cuda::DeviceInfo dc;
   dc.tile_config = &*capped.tile;
   applied = false;
-  for (const auto& [op, config] : cuda_quantize_kernels(recipe, Role::xt, 256, 512, DType::bf16, dc))
+  for (const auto& [op, config] :
+       cuda_quantize_kernels(recipe, Role::xt, 256, 512, DType::bf16, dc))
     applied = applied || (op == "quantize_tile" && config == "threads=256,tile=64x128,minb=1");
   EXPECT_TRUE(applied) << "a tuned tile config with minb= reaches the plan";
   // A tile config the operand's kernel cannot take is set aside for the heuristic's.
