@@ -23,6 +23,7 @@ rows (which change no block scale, tensor scale or OCC quantile of the real rows
 import ctypes
 import fnmatch
 import itertools
+import threading
 import warnings
 
 import torch
@@ -106,28 +107,60 @@ def _byte_buffer(nbytes, device):
     return t[skew : skew + n]
 
 
-def _ref(t, what):
-    """A pointer argument to the fp4jit_tensor of PyTorch tensor t (None: a null pointer)."""
-    return None if t is None else ctypes.byref(_arrays.torch_struct(t, what))
+class _Calls(threading.local):
+    """Per thread (autograd may run a backward on its own thread while another forward runs): the
+    fp4jit_tensor structs of a layer's one-call steps by signature (token count, dtypes, device),
+    each made from its tensor (and the tensor checked) on first sight; a step only sets their data
+    pointers. The layer passes contiguous tensors whose shapes the signature fixes."""
+
+    def __init__(self):
+        self.structs = {}
+
+    def slots(self, key, tensors):
+        """[struct, pointer to it] per (tensor or None, what) pair of `tensors`, with the tensors'
+        data pointers set; None for a None tensor."""
+        slots = self.structs.get(key)
+        if slots is None:
+            slots = []
+            for t, what in tensors:
+                if t is None:
+                    slots.append(None)
+                    continue
+                struct = _arrays.torch_struct(t, what)
+                slots.append((struct, ctypes.pointer(struct)))
+            self.structs[key] = slots
+        out = []
+        for slot, (t, _) in zip(slots, tensors):
+            if slot is None:
+                out.append(None)
+            else:
+                slot[0].data = t.data_ptr()
+                out.append(slot[1])
+        return out
 
 
-def _linear_forward(engine, recipe, x, w, y, bias, seeds, saved, stream):
+def _linear_forward(engine, recipe, calls, x, w, y, bias, seeds, saved, stream):
     """Engine.linear_forward for this layer's own tensors, without its generic argument handling:
     x, w, y (and bias) contiguous PyTorch tensors, saved a buffer of linear_buffers' size made by
     _byte_buffer (None: no backward follows); the scratch is the library's own (its workspace
     pool on CUDA: no PyTorch allocation). The library checks shapes, dtypes and alignment as ever."""
+    key = (0, x.shape[0], x.dtype, w.dtype, y.dtype, None if bias is None else bias.dtype, x.device)
+    px, pw, pb, py = calls.slots(key, ((x, "Linear input"), (w, "Linear weight"), (bias, "Linear bias"),
+                                       (y, "Linear output")))
     _lib.check(_lib.lib.fp4jit_linear_forward(
-        engine._handle, recipe._handle, _ref(x, "Linear input"), _ref(w, "Linear weight"), _ref(bias, "Linear bias"),
-        _ref(y, "Linear output"), seeds["x"], seeds["w"], None if saved is None else saved.data_ptr(),
-        None, stream))
+        engine._handle, recipe._handle, px, pw, pb, py, seeds["x"], seeds["w"],
+        None if saved is None else saved.data_ptr(), None, stream))
 
 
-def _linear_backward(engine, recipe, in_features, dy, saved, dx, dw, db, seed_dy, stream):
+def _linear_backward(engine, recipe, calls, in_features, dy, saved, dx, dw, db, seed_dy, stream):
     """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None)."""
+    key = (1, dy.shape[0], dy.dtype, None if dx is None else dx.dtype, None if dw is None else dw.dtype,
+           None if db is None else db.dtype, dy.device)
+    pdy, pdx, pdw, pdb = calls.slots(key, ((dy, "Linear output gradient"), (dx, "Linear input gradient"),
+                                           (dw, "Linear weight gradient"), (db, "Linear bias gradient")))
     _lib.check(_lib.lib.fp4jit_linear_backward_bias(
-        engine._handle, recipe._handle, in_features, _ref(dy, "Linear output gradient"), saved.data_ptr(),
-        None, _ref(dx, "Linear input gradient"), _ref(dw, "Linear weight gradient"),
-        _ref(db, "Linear bias gradient"), seed_dy, stream))
+        engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(), None, pdx, pdw, pdb, seed_dy,
+        stream))
 
 
 class _Plan:
@@ -153,6 +186,7 @@ class _Plan:
                     % (in_features, out_features, recipe.text, e),
                 ) from None
         self._tokens = {}
+        self.calls = _Calls()
         # One library call each way (Engine.linear_forward / linear_backward) unless the recipe
         # has steps that call does not take: OCC compensation on x, DGE on w.
         self.fused = not (self.ops["x"].occ or self.ops["w"].dge)
@@ -212,7 +246,7 @@ class _LinearFunction(torch.autograd.Function):
         qxt = qwt = saved = None
         if plan.fused:
             saved = _byte_buffer(plan.buffers(padded).saved_bytes, x.device) if backward else None
-            _linear_forward(engine, recipe, x, weight, y, b, seeds, saved, stream)
+            _linear_forward(engine, recipe, plan.calls, x, weight, y, b, seeds, saved, stream)
         elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
@@ -255,8 +289,8 @@ class _LinearFunction(torch.autograd.Function):
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dy.device)
-                _linear_backward(engine, recipe, plan.in_features, dy_full, ctx.saved_q, dx, dw, db,
-                                 ctx.seeds["dy"], stream)
+                _linear_backward(engine, recipe, plan.calls, plan.in_features, dy_full, ctx.saved_q, dx, dw,
+                                 db, ctx.seeds["dy"], stream)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:

@@ -88,6 +88,29 @@ class LinearVsFakeQuant(unittest.TestCase):
                 with self.subTest(device=device, preset=preset):
                     self.run_case(preset, device, torch.bfloat16, 2e-2)
 
+    def test_later_steps_read_their_own_tensors(self):
+        """The one-call steps keep their fp4jit_tensor structs per signature and only set the data
+        pointers: every step must still read its own input, weight, bias and dY and write its own
+        outputs (new tensors each step, same shapes)."""
+        for device in DEVICES:
+            for preset in ("mxfp4", "nvfp4"):
+                with self.subTest(device=device, preset=preset):
+                    torch.manual_seed(5)
+                    layer = fp4.Linear(256, 128, recipe=preset, device=device)
+                    for step in range(3):
+                        with torch.no_grad():  # a new weight and bias each step, as an optimizer's
+                            layer.weight.mul_(0.5 + step)
+                            layer.bias.add_(1.0)
+                        layer.zero_grad(set_to_none=True)
+                        x = torch.randn(64, 256, device=device, requires_grad=True)
+                        dy = torch.randn(64, 128, device=device)
+                        want = reference(layer, x.detach(), dy)
+                        y = layer(x)
+                        y.backward(dy)
+                        for name, got, ref in (("Y", y, want[0]), ("dX", x.grad, want[1]),
+                                               ("dW", layer.weight.grad, want[2]), ("db", layer.bias.grad, want[3])):
+                            close(self, got.detach(), ref, 2e-5, "%s %s step %d %s" % (preset, device, step, name))
+
     def test_three_dimensional_input_and_ragged_tokens(self):
         for device in DEVICES:
             torch.manual_seed(1)
