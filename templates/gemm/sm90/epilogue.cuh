@@ -97,18 +97,22 @@ struct EpilogueTerms {
     }
   }
 
-  // x0, x1 (columns n, n + 1 of fragment column pair v2, after alpha * factor) times ms's column
-  // scales, plus the bias, where `in`. Called by every lane of the warp (the shuffles).
-  __device__ __forceinline__ void apply_columns(int v2, int tig, bool in, float& x0,
-                                                float& x1) const {
-    if constexpr (kScale) {
-      const float s0 = scale.get(v2, 0, tig), s1 = scale.get(v2, 1, tig);
-      if (in) x0 *= s0, x1 *= s1;
-    }
-    if (has_bias) {
-      const float b0 = bias.get(v2, 0, tig), b1 = bias.get(v2, 1, tig);
-      if (in) x0 += b0, x1 += b1;
-    }
+  // The column terms of fragment column pair v2 (columns n, n + 1): ms's column scales and the
+  // bias, fetched once for both of the thread's rows. Called by every lane of the warp (the
+  // shuffles).
+  struct Pair {
+    float s0, s1, b0, b1;
+  };
+  __device__ __forceinline__ Pair columns(int v2, int tig) const {
+    Pair c{1.0f, 1.0f, 0.0f, 0.0f};
+    if constexpr (kScale) c.s0 = scale.get(v2, 0, tig), c.s1 = scale.get(v2, 1, tig);
+    if (has_bias) c.b0 = bias.get(v2, 0, tig), c.b1 = bias.get(v2, 1, tig);
+    return c;
+  }
+  // x0, x1 (after alpha * factor) times ms's column scales, plus the bias.
+  __device__ __forceinline__ void apply_columns(const Pair& c, float& x0, float& x1) const {
+    if constexpr (kScale) x0 *= c.s0, x1 *= c.s1;
+    if (has_bias) x0 += c.b0, x1 += c.b1;
   }
 
   // x0, x1 at D's (m, n) (inside D) and (m, n + 1), plus beta * C; called where has_c.
@@ -130,23 +134,32 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
   const float base = epilogue_base<T::kKind>(p);
   EpilogueTerms<Cfg, T> t;
   t.load(p, w.n0);
+  // Per row of the thread (v1): D's row, whether it is inside D, its factor.
+  int m[2];
+  bool row_in[2];
+  float row_f[2];
 #pragma unroll
   for (int v1 = 0; v1 < 2; ++v1) {
-    const int m = w.m0 + (v1 ? rw.r1 : rw.r0);
-    const bool row_in = m < p.M;
-    float row_f = base;
-    if constexpr (T::kKind == ScaleKind::ms) row_f *= row_in ? p.a_row_scale[m] : 0.0f;
+    m[v1] = w.m0 + (v1 ? rw.r1 : rw.r0);
+    row_in[v1] = m[v1] < p.M;
+    row_f[v1] = base;
+    if constexpr (T::kKind == ScaleKind::ms)
+      row_f[v1] *= row_in[v1] ? p.a_row_scale[m[v1]] : 0.0f;
+  }
+  // Column pairs outer: each pair's column terms are fetched once for both rows.
 #pragma unroll
-    for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-      const int n = w.n0 + 8 * v2 + 2 * rw.tig;
-      const bool in = row_in && n < p.N;
-      const bool has1 = n + 1 < p.N;
-      float x0 = acc[4 * v2 + 2 * v1] * row_f;
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
-      t.apply_columns(v2, rw.tig, in, x0, x1);  // every lane (shuffles)
-      if (!in) continue;
-      if (t.has_c) t.apply_c(p, m, n, x0, x1);
-      store_pair<Cfg::kOut>(p.d, static_cast<long long>(m) * p.ldd + n, x0, x1, has1, vec);
+  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+    const int n = w.n0 + 8 * v2 + 2 * rw.tig;
+    const bool has1 = n + 1 < p.N;
+    const auto c = t.columns(v2, rw.tig);  // every lane (shuffles)
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1) {
+      if (!row_in[v1] || n >= p.N) continue;
+      float x0 = acc[4 * v2 + 2 * v1] * row_f[v1];
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f[v1];
+      t.apply_columns(c, x0, x1);
+      if (t.has_c) t.apply_c(p, m[v1], n, x0, x1);
+      store_pair<Cfg::kOut>(p.d, static_cast<long long>(m[v1]) * p.ldd + n, x0, x1, has1, vec);
     }
   }
 }
@@ -176,24 +189,36 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
   named_barrier_sync(bar, 128);
   const float base = epilogue_base<T::kKind>(p);
+  // Per row of the thread (v1): its row in the warpgroup's chunks, D's row, whether it is inside
+  // D, its factor.
+  int lr[2], m[2];
+  bool row_in[2];
+  float row_f[2];
 #pragma unroll
   for (int v1 = 0; v1 < 2; ++v1) {
     const int r = v1 ? rw.r1 : rw.r0;
-    const int lr = r & 63;  // row in the warpgroup's chunks
-    const int m = w.m0 + r;
-    const bool row_in = m < p.M;
-    float row_f = base;
-    if constexpr (T::kKind == ScaleKind::ms) row_f *= row_in ? p.a_row_scale[m] : 0.0f;
-    const unsigned row_addr = epi + static_cast<unsigned>(lr) * 128u;
+    lr[v1] = r & 63;
+    m[v1] = w.m0 + r;
+    row_in[v1] = m[v1] < p.M;
+    row_f[v1] = base;
+    if constexpr (T::kKind == ScaleKind::ms)
+      row_f[v1] *= row_in[v1] ? p.a_row_scale[m[v1]] : 0.0f;
+  }
+  // Column pairs outer: each pair's column terms are fetched once for both rows (half the
+  // shuffles of a row-outer loop). Elements past D's edges are written too and clipped by the TMA
+  // unit.
 #pragma unroll
-    for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-      const int n = w.n0 + 8 * v2 + 2 * rw.tig;
-      float x0 = acc[4 * v2 + 2 * v1] * row_f;
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f;
-      // Every lane fetches the column terms (shuffles); elements past D's edges skip them and are
-      // clipped by the TMA unit.
-      t.apply_columns(v2, rw.tig, row_in && n < p.N, x0, x1);
-      if (t.has_c && row_in && n < p.N) t.apply_c(p, m, n, x0, x1);
+  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+    const int n = w.n0 + 8 * v2 + 2 * rw.tig;
+    const auto c = t.columns(v2, rw.tig);  // every lane (shuffles)
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1) {
+      const bool in = row_in[v1] && n < p.N;
+      float x0 = acc[4 * v2 + 2 * v1] * row_f[v1];
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f[v1];
+      if (in) t.apply_columns(c, x0, x1);
+      if (t.has_c && in) t.apply_c(p, m[v1], n, x0, x1);
+      const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
       if constexpr (kBytes == 2) {
         unsigned packed;
         if constexpr (Cfg::kOut == OutType::bf16)
@@ -201,10 +226,10 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
         else
           asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
         const int chunk = v2 / 8, unit = v2 % 8;
-        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr & 7)) << 4) + 4 * rw.tig, packed);
+        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 4 * rw.tig, packed);
       } else {
         const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
-        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr & 7)) << 4) + 8 * (rw.tig & 1),
+        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 8 * (rw.tig & 1),
               __float_as_uint(x0), __float_as_uint(x1));
       }
     }
