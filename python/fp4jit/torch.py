@@ -116,48 +116,51 @@ class _Calls(threading.local):
     def __init__(self):
         self.structs = {}
 
-    def slots(self, key, tensors):
-        """[struct, pointer to it] per (tensor or None, what) pair of `tensors`, with the tensors'
-        data pointers set; None for a None tensor."""
+    def slots(self, key, a, b, c, d):
+        """Pointers to the structs of four (tensor or None, what) pairs for signature `key`, their
+        data pointers set (None for a None tensor)."""
         slots = self.structs.get(key)
         if slots is None:
             slots = []
-            for t, what in tensors:
+            for t, what in (a, b, c, d):
                 if t is None:
                     slots.append(None)
                     continue
                 struct = _arrays.torch_struct(t, what)
                 slots.append((struct, ctypes.pointer(struct)))
-            self.structs[key] = slots
-        out = []
-        for slot, (t, _) in zip(slots, tensors):
-            if slot is None:
-                out.append(None)
-            else:
-                slot[0].data = t.data_ptr()
-                out.append(slot[1])
-        return out
+            self.structs[key] = slots = tuple(slots)
+        sa, sb, sc, sd = slots
+        if sa is not None:
+            sa[0].data = a[0].data_ptr()
+        if sb is not None:
+            sb[0].data = b[0].data_ptr()
+        if sc is not None:
+            sc[0].data = c[0].data_ptr()
+        if sd is not None:
+            sd[0].data = d[0].data_ptr()
+        return (None if sa is None else sa[1], None if sb is None else sb[1], None if sc is None else sc[1],
+                None if sd is None else sd[1])
 
 
-def _linear_forward(engine, recipe, calls, x, w, y, bias, seeds, saved, stream):
+def _linear_forward(engine, recipe, calls, dev, x, w, y, bias, seeds, saved, stream):
     """Engine.linear_forward for this layer's own tensors, without its generic argument handling:
     x, w, y (and bias) contiguous PyTorch tensors, saved a buffer of linear_buffers' size made by
     _byte_buffer (None: no backward follows); the scratch is the library's own (its workspace
     pool on CUDA: no PyTorch allocation). The library checks shapes, dtypes and alignment as ever."""
-    key = (0, x.shape[0], x.dtype, w.dtype, y.dtype, None if bias is None else bias.dtype, x.device)
-    px, pw, pb, py = calls.slots(key, ((x, "Linear input"), (w, "Linear weight"), (bias, "Linear bias"),
-                                       (y, "Linear output")))
+    key = (0, x.shape[0], x.dtype, w.dtype, y.dtype, None if bias is None else bias.dtype, dev)
+    px, pw, pb, py = calls.slots(key, (x, "Linear input"), (w, "Linear weight"), (bias, "Linear bias"),
+                                 (y, "Linear output"))
     _lib.check(_lib.lib.fp4jit_linear_forward(
         engine._handle, recipe._handle, px, pw, pb, py, seeds["x"], seeds["w"],
         None if saved is None else saved.data_ptr(), None, stream))
 
 
-def _linear_backward(engine, recipe, calls, in_features, dy, saved, dx, dw, db, seed_dy, stream):
+def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw, db, seed_dy, stream):
     """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None)."""
     key = (1, dy.shape[0], dy.dtype, None if dx is None else dx.dtype, None if dw is None else dw.dtype,
-           None if db is None else db.dtype, dy.device)
-    pdy, pdx, pdw, pdb = calls.slots(key, ((dy, "Linear output gradient"), (dx, "Linear input gradient"),
-                                           (dw, "Linear weight gradient"), (db, "Linear bias gradient")))
+           None if db is None else db.dtype, dev)
+    pdy, pdx, pdw, pdb = calls.slots(key, (dy, "Linear output gradient"), (dx, "Linear input gradient"),
+                                     (dw, "Linear weight gradient"), (db, "Linear bias gradient"))
     _lib.check(_lib.lib.fp4jit_linear_backward_bias(
         engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(), None, pdx, pdw, pdb, seed_dy,
         stream))
@@ -225,17 +228,18 @@ class _Plan:
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, layer, seeds, backward):
-        plan = layer._plan(x.device)
-        recipe, engine = plan.recipe, engine_for(x.device)
-        stream = _stream(x.device)
+        dev = x.device  # a new torch.device at every access
+        plan = layer._plan(dev)
+        recipe, engine = plan.recipe, engine_for(dev)
+        stream = _stream(dev)
         tokens = x.shape[0]
-        padded = plan.padded(tokens, x.device)
+        padded = plan.padded(tokens, dev)
         if padded != tokens:
             x = torch.nn.functional.pad(x, (0, 0, 0, padded - tokens))
         out_dtype = x.dtype
         if x.is_cuda and torch.is_autocast_enabled("cuda"):
             out_dtype = torch.get_autocast_dtype("cuda")
-        y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=x.device)
+        y = torch.empty((padded, weight.shape[0]), dtype=out_dtype, device=dev)
         if not weight.is_contiguous():  # a transposed or tied parameter: the library reads rows
             weight = weight.contiguous()
         b = None  # added in FP32 by the GEMM epilogue from its own dtype (no grad mode in here)
@@ -245,8 +249,8 @@ class _LinearFunction(torch.autograd.Function):
                 b = b.contiguous()
         qxt = qwt = saved = None
         if plan.fused:
-            saved = _byte_buffer(plan.buffers(padded).saved_bytes, x.device) if backward else None
-            _linear_forward(engine, recipe, plan.calls, x, weight, y, b, seeds, saved, stream)
+            saved = _byte_buffer(plan.buffers(padded).saved_bytes, dev) if backward else None
+            _linear_forward(engine, recipe, plan.calls, dev, x, weight, y, b, seeds, saved, stream)
         elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
             qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
             qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
@@ -258,7 +262,7 @@ class _LinearFunction(torch.autograd.Function):
             engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
         ctx.layer, ctx.seeds, ctx.tokens, ctx.padded = layer, seeds, tokens, padded
         ctx.qxt, ctx.qwt, ctx.saved_q = qxt, qwt, saved
-        ctx.x_dtype = x.dtype
+        ctx.x_dtype, ctx.w_dtype = x.dtype, weight.dtype
         ctx.has_bias = bias is not None
         ctx.bias_dtype = None if bias is None else bias.dtype
         ctx.save_for_backward(weight if plan.ops["w"].dge else None)
@@ -267,9 +271,10 @@ class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         (weight,) = ctx.saved_tensors
-        plan = ctx.layer._plan(dy.device)
-        recipe, engine = plan.recipe, engine_for(dy.device)
-        stream = _stream(dy.device)
+        dev = dy.device
+        plan = ctx.layer._plan(dev)
+        recipe, engine = plan.recipe, engine_for(dev)
+        stream = _stream(dev)
         if not dy.is_contiguous():
             dy = dy.contiguous()
         if ctx.padded != ctx.tokens:
@@ -279,30 +284,30 @@ class _LinearFunction(torch.autograd.Function):
         dx = dw = db = None
         want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         want_db = ctx.has_bias and ctx.needs_input_grad[2]
-        w_dtype = ctx.layer.weight.dtype
+        w_dtype = ctx.w_dtype
         if want_dx:
-            dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dy.device)
+            dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dev)
         if plan.fused:
             if want_dx or want_dw:
                 if want_dw:
-                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
-                    db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dy.device)
-                _linear_backward(engine, recipe, plan.calls, plan.in_features, dy_full, ctx.saved_q, dx, dw,
-                                 db, ctx.seeds["dy"], stream)
+                    db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dev)
+                _linear_backward(engine, recipe, plan.calls, dev, plan.in_features, dy_full, ctx.saved_q, dx,
+                                 dw, db, ctx.seeds["dy"], stream)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:
                 engine.gemm("dgrad", qdy, ctx.qwt, out=dx, stream=stream)
             if want_dw:
                 if weight is not None:  # DGE: dW * f'(W sf), in FP32 before the cast
-                    dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dy.device)
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
                     dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
                     dw = dw.to(w_dtype)
                 else:
-                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dy.device)
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
         if dx is not None and ctx.padded != ctx.tokens:
             dx = dx[: ctx.tokens]
