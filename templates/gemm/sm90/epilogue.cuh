@@ -124,6 +124,25 @@ struct EpilogueTerms {
   }
 };
 
+// The thread's two rows of a tile's epilogue (v1 = 0, 1: rows rw.r0, rw.r1 of the tile): D's row,
+// whether it is inside D, its factor (base; ms: times the row's scale).
+template <ScaleKind kKind>
+struct EpilogueRows {
+  int m[2];
+  bool in[2];
+  float f[2];
+  __device__ __forceinline__ EpilogueRows(const GemmParams& p, const WorkUnit& w,
+                                          const ConsumerRows& rw, float base) {
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1) {
+      m[v1] = w.m0 + (v1 ? rw.r1 : rw.r0);
+      in[v1] = m[v1] < p.M;
+      f[v1] = base;
+      if constexpr (kKind == ScaleKind::ms) f[v1] *= in[v1] ? p.a_row_scale[m[v1]] : 0.0f;
+    }
+  }
+};
+
 // T: the kernel's traits (GemmTraits of the fused kernel, StagedTraits of the staged one).
 template <class Cfg, class T = GemmTraits<Cfg>>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w,
@@ -134,18 +153,7 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
   const float base = epilogue_base<T::kKind>(p);
   EpilogueTerms<Cfg, T> t;
   t.load(p, w.n0);
-  // Per row of the thread (v1): D's row, whether it is inside D, its factor.
-  int m[2];
-  bool row_in[2];
-  float row_f[2];
-#pragma unroll
-  for (int v1 = 0; v1 < 2; ++v1) {
-    m[v1] = w.m0 + (v1 ? rw.r1 : rw.r0);
-    row_in[v1] = m[v1] < p.M;
-    row_f[v1] = base;
-    if constexpr (T::kKind == ScaleKind::ms)
-      row_f[v1] *= row_in[v1] ? p.a_row_scale[m[v1]] : 0.0f;
-  }
+  const EpilogueRows<T::kKind> rows(p, w, rw, base);
   // Column pairs outer: each pair's column terms are fetched once for both rows.
 #pragma unroll
   for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
@@ -154,12 +162,12 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
     const auto c = t.columns(v2, rw.tig);  // every lane (shuffles)
 #pragma unroll
     for (int v1 = 0; v1 < 2; ++v1) {
-      if (!row_in[v1] || n >= p.N) continue;
-      float x0 = acc[4 * v2 + 2 * v1] * row_f[v1];
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f[v1];
+      if (!rows.in[v1] || n >= p.N) continue;
+      float x0 = acc[4 * v2 + 2 * v1] * rows.f[v1];
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * rows.f[v1];
       t.apply_columns(c, x0, x1);
-      if (t.has_c) t.apply_c(p, m[v1], n, x0, x1);
-      store_pair<Cfg::kOut>(p.d, static_cast<long long>(m[v1]) * p.ldd + n, x0, x1, has1, vec);
+      if (t.has_c) t.apply_c(p, rows.m[v1], n, x0, x1);
+      store_pair<Cfg::kOut>(p.d, static_cast<long long>(rows.m[v1]) * p.ldd + n, x0, x1, has1, vec);
     }
   }
 }
@@ -188,22 +196,8 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   t.load(p, w.n0);
   if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
   named_barrier_sync(bar, 128);
-  const float base = epilogue_base<T::kKind>(p);
-  // Per row of the thread (v1): its row in the warpgroup's chunks, D's row, whether it is inside
-  // D, its factor.
-  int lr[2], m[2];
-  bool row_in[2];
-  float row_f[2];
-#pragma unroll
-  for (int v1 = 0; v1 < 2; ++v1) {
-    const int r = v1 ? rw.r1 : rw.r0;
-    lr[v1] = r & 63;
-    m[v1] = w.m0 + r;
-    row_in[v1] = m[v1] < p.M;
-    row_f[v1] = base;
-    if constexpr (T::kKind == ScaleKind::ms)
-      row_f[v1] *= row_in[v1] ? p.a_row_scale[m[v1]] : 0.0f;
-  }
+  const EpilogueRows<T::kKind> rows(p, w, rw, epilogue_base<T::kKind>(p));
+  const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
   // Column pairs outer: each pair's column terms are fetched once for both rows (half the
   // shuffles of a row-outer loop). Elements past D's edges are written too and clipped by the TMA
   // unit.
@@ -213,11 +207,11 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
     const auto c = t.columns(v2, rw.tig);  // every lane (shuffles)
 #pragma unroll
     for (int v1 = 0; v1 < 2; ++v1) {
-      const bool in = row_in[v1] && n < p.N;
-      float x0 = acc[4 * v2 + 2 * v1] * row_f[v1];
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * row_f[v1];
+      const bool in = rows.in[v1] && n < p.N;
+      float x0 = acc[4 * v2 + 2 * v1] * rows.f[v1];
+      float x1 = acc[4 * v2 + 2 * v1 + 1] * rows.f[v1];
       if (in) t.apply_columns(c, x0, x1);
-      if (t.has_c && in) t.apply_c(p, m[v1], n, x0, x1);
+      if (t.has_c && in) t.apply_c(p, rows.m[v1], n, x0, x1);
       const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
       if constexpr (kBytes == 2) {
         unsigned packed;
