@@ -172,17 +172,24 @@ std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
   const codegen::RowsConfig h = codegen::default_rows_config(op, in);
   std::vector<CudaRowsCandidate> out{{h, Candidate{h.text(), true}}};
   std::set<std::string> seen{h.text()};
-  for (int threads : {64, 128, 256, 512, 1024})
-    for (int unroll : {1, 2, 4, 8}) {
-      codegen::RowsConfig c{threads, unroll};
-      if (!seen.insert(c.text()).second) continue;
-      try {
-        c.validate(op, in);
-        out.push_back({c, Candidate{c.text(), false}});
-      } catch (const Error& e) {
-        if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));
-      }
+  const auto consider = [&](const codegen::RowsConfig& c) {
+    if (!seen.insert(c.text()).second) return;
+    try {
+      c.validate(op, in);
+      out.push_back({c, Candidate{c.text(), false}});
+    } catch (const Error& e) {
+      if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));
     }
+  };
+  for (int threads : {64, 128, 256, 512, 1024})
+    for (int unroll : {1, 2, 4, 8}) consider(codegen::RowsConfig{threads, unroll});
+  // The heuristic's CTA and unroll under each register cap the SM allows, as for the tile kernels
+  // (cuda_tile_space).
+  for (int minb = 1; minb <= 4; ++minb) {
+    codegen::RowsConfig c = h;
+    c.min_blocks = minb;
+    if (h.min_blocks == 0 && h.threads * minb <= 2048) consider(c);
+  }
   order_by_distance(out);
   return out;
 }

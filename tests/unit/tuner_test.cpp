@@ -340,6 +340,24 @@ TEST(CudaSpace, QuantizeCandidatesValidate) {
   const auto rows = cuda_rows_space(recipe[Role::x], DType::bf16, &pruned);
   EXPECT_TRUE(rows.front().candidate.heuristic);
   EXPECT_GE(rows.size(), 12u);
+  // The rows kernels' heuristic config under each register cap the SM allows, likewise measured
+  // by a default CUDA tune (dy: stochastic rounding, 256 threads by the heuristic: caps 1 to 4).
+  for (const Role role : {Role::x, Role::dy}) {
+    const auto space = cuda_rows_space(recipe[role], DType::bf16, nullptr);
+    const codegen::RowsConfig hr = space.front().config;
+    ASSERT_EQ(hr.min_blocks, 0) << name(role);
+    int rcaps = 0;
+    for (int minb = 1; minb <= 4 && hr.threads * minb <= 2048; ++minb, ++rcaps) {
+      codegen::RowsConfig c = hr;
+      c.min_blocks = minb;
+      const auto it = std::find_if(space.begin(), space.end(),
+                                   [&](const auto& r) { return r.candidate.config == c.text(); });
+      ASSERT_NE(it, space.end()) << c.text();
+      EXPECT_EQ(it->config.min_blocks, minb);
+      EXPECT_LT(it - space.begin(), 24) << c.text() << " falls past the default candidate count";
+    }
+    EXPECT_GE(rcaps, 2) << name(role);
+  }
   pruned.clear();
   const auto tiles = cuda_tile_space(&recipe[Role::x], &recipe[Role::xt], DType::bf16, &pruned);
   EXPECT_TRUE(tiles.front().candidate.heuristic);
@@ -367,6 +385,11 @@ TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   const cuda::QuantizeTuning rows = cuda::parse_quantize_tuning("rows:threads=128,unroll=2");
   ASSERT_TRUE(rows.rows);
   EXPECT_EQ(rows.text(), "rows:threads=128,unroll=2");
+  const cuda::QuantizeTuning rows_capped =
+      cuda::parse_quantize_tuning("rows:threads=256,unroll=2,minb=3");
+  ASSERT_TRUE(rows_capped.rows);
+  EXPECT_EQ(rows_capped.rows->min_blocks, 3);
+  EXPECT_EQ(rows_capped.text(), "rows:threads=256,unroll=2,minb=3");
   EXPECT_EQ(cuda::parse_quantize_tuning("tile:threads=256,tile=32x64").text(),
             "tile:threads=256,tile=32x64");
   // A register cap the tuner chose comes back with its tuning.
