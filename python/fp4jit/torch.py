@@ -111,7 +111,10 @@ class _Calls(threading.local):
     """Per thread (autograd may run a backward on its own thread while another forward runs): the
     fp4jit_tensor structs of a layer's one-call steps by signature (token count, dtypes, device),
     each made from its tensor (and the tensor checked) on first sight; a step only sets their data
-    pointers. The layer passes contiguous tensors whose shapes the signature fixes."""
+    pointers. The layer passes contiguous tensors whose shapes the signature fixes. At most
+    _MAX_SIGNATURES are kept (token counts vary in training), the oldest dropped first."""
+
+    _MAX_SIGNATURES = 64
 
     def __init__(self):
         self.structs = {}
@@ -128,6 +131,8 @@ class _Calls(threading.local):
                     continue
                 struct = _arrays.torch_struct(t, what)
                 slots.append((struct, ctypes.pointer(struct)))
+            if len(self.structs) >= self._MAX_SIGNATURES:
+                del self.structs[next(iter(self.structs))]
             self.structs[key] = slots = tuple(slots)
         sa, sb, sc, sd = slots
         if sa is not None:

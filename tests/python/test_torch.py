@@ -111,6 +111,24 @@ class LinearVsFakeQuant(unittest.TestCase):
                                                ("dW", layer.weight.grad, want[2]), ("db", layer.bias.grad, want[3])):
                             close(self, got.detach(), ref, 2e-5, "%s %s step %d %s" % (preset, device, step, name))
 
+    def test_many_token_counts_keep_few_structs(self):
+        """Token counts that vary from step to step (one signature each) keep a bounded number of
+        the one-call steps' structs, and a count seen again after being dropped is still right."""
+        torch.manual_seed(6)
+        layer = fp4.Linear(64, 32, recipe="mxfp4")
+        calls = layer._plan(torch.device("cpu")).calls
+        limit = type(calls)._MAX_SIGNATURES
+        for tokens in range(32, 32 * (limit + 6) + 1, 32):
+            layer(torch.randn(tokens, 64, requires_grad=True)).sum().backward()
+            self.assertLessEqual(len(calls.structs), limit)
+        x = torch.randn(32, 64, requires_grad=True)  # its signatures were dropped long ago
+        dy = torch.randn(32, 32)
+        want = reference(layer, x.detach(), dy)
+        y = layer(x)
+        y.backward(dy)
+        close(self, y.detach(), want[0], 2e-5, "Y after the signature came back")
+        close(self, x.grad, want[1], 2e-5, "dX after the signature came back")
+
     def test_three_dimensional_input_and_ragged_tokens(self):
         for device in DEVICES:
             torch.manual_seed(1)
