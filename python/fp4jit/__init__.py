@@ -105,6 +105,11 @@ class Recipe:
         """The buffers operand `role` of a [rows, cols] source tensor needs."""
         return layout(self, role, rows, cols)
 
+    def __reduce__(self):
+        """Pickled, copied and deep-copied as its text: the copy parses it again and owns its own
+        library handle (a shallow copy sharing the handle would free it twice)."""
+        return (Recipe, (self.text,))
+
     def __eq__(self, other):
         return isinstance(other, Recipe) and other.hash == self.hash
 

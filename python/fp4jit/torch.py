@@ -355,6 +355,14 @@ class Linear(nn.Linear):
         _Plan(layer.recipe, layer.in_features, layer.out_features)
         return layer
 
+    def __getstate__(self):
+        """Pickled and deep-copied (torch.save of the module, copy.deepcopy for an EMA or teacher
+        model) without its plans, which hold per-process state: the copy makes its own on first
+        use. The recipe travels as its text (fp4jit.Recipe.__reduce__)."""
+        state = dict(super().__getstate__())
+        state["_plans"] = None
+        return state
+
     def _plan(self, device):
         if self._plans is None:
             self._plans = _Plan(self.recipe, self.in_features, self.out_features)

@@ -68,6 +68,19 @@ class Basics(unittest.TestCase):
         self.assertEqual(cm.exception.status, "RECIPE")
         self.assertIn("colour", str(cm.exception))
 
+    def test_recipe_pickles_and_copies(self):
+        import copy
+        import pickle
+
+        r = fp4jit.Recipe("msfp4:occ=0.97,dge.k=3")
+        for c in (pickle.loads(pickle.dumps(r)), copy.copy(r), copy.deepcopy(r)):
+            self.assertEqual(c, r)
+            self.assertEqual(c.text, r.text)
+            self.assertNotEqual(c._handle.value, r._handle.value)  # each frees its own handle
+            self.assertTrue(c.operand("w").dge)
+        del c
+        self.assertTrue(r.operand("x").occ)  # r's handle still alive after the copies went
+
     def test_layout(self):
         l = fp4jit.layout("nvfp4", "xt", 64, 128)
         self.assertEqual((l.rows, l.cols, l.row_bytes), (128, 64, 32))

@@ -111,6 +111,28 @@ class LinearVsFakeQuant(unittest.TestCase):
                                                ("dW", layer.weight.grad, want[2]), ("db", layer.bias.grad, want[3])):
                             close(self, got.detach(), ref, 2e-5, "%s %s step %d %s" % (preset, device, step, name))
 
+    def test_layer_pickles_and_deep_copies(self):
+        """A used layer deep-copies (an EMA or teacher model) and pickles (torch.save of the
+        module): the copy computes what the original does, with parameters of its own."""
+        import copy
+        import io
+
+        torch.manual_seed(7)
+        layer = fp4.Linear(64, 32, recipe="nvfp4")
+        x = torch.randn(32, 64)
+        layer(x)  # plans made
+        buf = io.BytesIO()
+        torch.save(layer, buf)
+        buf.seek(0)
+        for c in (copy.deepcopy(layer), torch.load(buf, weights_only=False)):
+            self.assertEqual(c.recipe, layer.recipe)
+            self.assertEqual((c.seed, c.step), (layer.seed, layer.step))
+            torch.testing.assert_close(c(x), layer(x), rtol=0, atol=0)  # same seeds, same bytes
+            layer.step -= 1  # both advanced one step above
+            with torch.no_grad():
+                c.weight.zero_()
+            self.assertNotEqual(layer.weight.abs().sum().item(), 0.0)
+
     def test_many_token_counts_keep_few_structs(self):
         """Token counts that vary from step to step (one signature each) keep a bounded number of
         the one-call steps' structs, and a count seen again after being dropped is still right."""
