@@ -64,7 +64,7 @@ class Recipe:
 
     def __init__(self, text):
         if isinstance(text, Recipe):
-            text = text.canonical
+            text = text.text  # as its user wrote it (the same canonical form)
         if not isinstance(text, str):
             raise Error("INVALID_ARGUMENT", "recipe: expected a string, got %s" % type(text).__name__)
         handle = ctypes.c_void_p()

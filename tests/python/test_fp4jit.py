@@ -80,6 +80,7 @@ class Basics(unittest.TestCase):
             self.assertTrue(c.operand("w").dge)
         del c
         self.assertTrue(r.operand("x").occ)  # r's handle still alive after the copies went
+        self.assertEqual(fp4jit.Recipe(r).text, r.text)  # a recipe made from one keeps its text
 
     def test_layout(self):
         l = fp4jit.layout("nvfp4", "xt", 64, 128)

@@ -307,6 +307,7 @@ class Training(unittest.TestCase):
         model2 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
         fp4.convert(model2, "nvfp4", keep=2)
         self.assertEqual([type(m) is fp4.Linear for m in model2], [True, False, False])
+        self.assertIn("recipe=nvfp4)", repr(model2[0]))  # the recipe as written, not its canonical text
         model3 = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
         fp4.convert(model3, "nvfp4", keep=5)  # more than there are: all kept
         self.assertEqual([type(m) is fp4.Linear for m in model3], [False, False])
