@@ -167,6 +167,26 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
   return out;
 }
 
+namespace {
+
+// The heuristic's config of a quantize kernel (rows or tile) under each register cap (minb: CTAs
+// per SM asked of the register allocator; the kernel's own rule otherwise), where the heuristic
+// sets none: the trade between registers per thread and warps per SM moves with the GPU (an
+// H100's pairs ran 1.10x faster at 256 threads with two CTAs' worth of registers than with the
+// rule's three). The config's validate(), through `consider`, prunes caps the SM cannot hold
+// (threads x minb > 2048).
+template <class Config, class Consider>
+void consider_register_caps(const Config& h, const Consider& consider) {
+  if (h.min_blocks != 0) return;
+  for (int minb = 1; minb <= 4; ++minb) {
+    Config c = h;
+    c.min_blocks = minb;
+    consider(c);
+  }
+}
+
+}  // namespace
+
 std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
                                                std::vector<CandidateResult>* pruned) {
   const codegen::RowsConfig h = codegen::default_rows_config(op, in);
@@ -183,13 +203,7 @@ std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
   };
   for (int threads : {64, 128, 256, 512, 1024})
     for (int unroll : {1, 2, 4, 8}) consider(codegen::RowsConfig{threads, unroll});
-  // The heuristic's CTA and unroll under each register cap the SM allows, as for the tile kernels
-  // (cuda_tile_space).
-  for (int minb = 1; minb <= 4; ++minb) {
-    codegen::RowsConfig c = h;
-    c.min_blocks = minb;
-    if (h.min_blocks == 0 && h.threads * minb <= 2048) consider(c);
-  }
+  consider_register_caps(h, consider);
   order_by_distance(out);
   return out;
 }
@@ -211,16 +225,7 @@ std::vector<CudaTileCandidate> cuda_tile_space(const OperandSpec* row, const Ope
   for (int threads : {128, 256, 512})
     for (int tr : {32, 64, 128})
       for (int tc : {32, 64, 128}) consider(codegen::TileConfig{threads, tr, tc});
-  // The heuristic's CTA and tile under other register caps (CTAs per SM asked of the register
-  // allocator; the kernel's own rule otherwise): the trade between registers per thread and warps
-  // per SM moves with the GPU (an H100's pairs ran 1.10x faster at 256 threads with two CTAs'
-  // worth of registers than with the rule's three).
-  if (h.min_blocks == 0)
-    for (int minb = 1; minb <= 4; ++minb) {
-      codegen::TileConfig c = h;
-      c.min_blocks = minb;
-      consider(c);  // validate() prunes caps the SM cannot hold (threads x minb > 2048)
-    }
+  consider_register_caps(h, consider);
   order_by_distance(out);
   return out;
 }

@@ -334,6 +334,26 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
   EXPECT_GE(b200.size(), 2u);
 }
 
+// Expects the space's first candidate (the heuristic's config) under each register cap the SM
+// allows among the candidates, and within the 24 a CUDA tune measures by default; returns how
+// many caps that is.
+template <class Space>
+int expect_register_caps(const Space& space) {
+  const auto h = space.front().config;
+  int caps = 0;
+  for (int minb = 1; minb <= 4 && h.threads * minb <= 2048; ++minb, ++caps) {
+    auto c = h;
+    c.min_blocks = minb;
+    const auto it = std::find_if(space.begin(), space.end(),
+                                 [&](const auto& s) { return s.candidate.config == c.text(); });
+    EXPECT_NE(it, space.end()) << c.text();
+    if (it == space.end()) continue;
+    EXPECT_EQ(it->config.min_blocks, minb);
+    EXPECT_LT(it - space.begin(), 24) << c.text() << " falls past the default candidate count";
+  }
+  return caps;
+}
+
 TEST(CudaSpace, QuantizeCandidatesValidate) {
   const Recipe recipe = parse_recipe("nvfp4");
   std::vector<CandidateResult> pruned;
@@ -344,19 +364,8 @@ TEST(CudaSpace, QuantizeCandidatesValidate) {
   // by a default CUDA tune (dy: stochastic rounding, 256 threads by the heuristic: caps 1 to 4).
   for (const Role role : {Role::x, Role::dy}) {
     const auto space = cuda_rows_space(recipe[role], DType::bf16, nullptr);
-    const codegen::RowsConfig hr = space.front().config;
-    ASSERT_EQ(hr.min_blocks, 0) << name(role);
-    int rcaps = 0;
-    for (int minb = 1; minb <= 4 && hr.threads * minb <= 2048; ++minb, ++rcaps) {
-      codegen::RowsConfig c = hr;
-      c.min_blocks = minb;
-      const auto it = std::find_if(space.begin(), space.end(),
-                                   [&](const auto& r) { return r.candidate.config == c.text(); });
-      ASSERT_NE(it, space.end()) << c.text();
-      EXPECT_EQ(it->config.min_blocks, minb);
-      EXPECT_LT(it - space.begin(), 24) << c.text() << " falls past the default candidate count";
-    }
-    EXPECT_GE(rcaps, 2) << name(role);
+    ASSERT_EQ(space.front().config.min_blocks, 0) << name(role);
+    EXPECT_GE(expect_register_caps(space), 2) << name(role);
   }
   pruned.clear();
   const auto tiles = cuda_tile_space(&recipe[Role::x], &recipe[Role::xt], DType::bf16, &pruned);
@@ -367,19 +376,8 @@ TEST(CudaSpace, QuantizeCandidatesValidate) {
     EXPECT_NO_THROW(t.config.validate(&recipe[Role::x], &recipe[Role::xt], DType::bf16));
   // The heuristic's CTA and tile under each register cap the SM allows, among the candidates a
   // CUDA tune measures by default (24, nearest the heuristic first).
-  const codegen::TileConfig h = tiles.front().config;
-  ASSERT_EQ(h.min_blocks, 0);
-  int caps = 0;
-  for (int minb = 1; minb <= 4 && h.threads * minb <= 2048; ++minb, ++caps) {
-    codegen::TileConfig c = h;
-    c.min_blocks = minb;
-    const auto it = std::find_if(tiles.begin(), tiles.end(),
-                                 [&](const auto& t) { return t.candidate.config == c.text(); });
-    ASSERT_NE(it, tiles.end()) << c.text();
-    EXPECT_EQ(it->config.min_blocks, minb);
-    EXPECT_LT(it - tiles.begin(), 24) << c.text() << " falls past the default candidate count";
-  }
-  EXPECT_GE(caps, 2);
+  ASSERT_EQ(tiles.front().config.min_blocks, 0);
+  EXPECT_GE(expect_register_caps(tiles), 2);
 }
 TEST(CudaSpace, QuantizeConfigsRoundTripAndReachThePlan) {
   const cuda::QuantizeTuning rows = cuda::parse_quantize_tuning("rows:threads=128,unroll=2");
