@@ -206,6 +206,13 @@ int sm90_expand_period(const GemmSpec& spec, int period) {
 
 namespace {
 
+// Whether the expansion is for a GEMM that applies A's and B's factors apart (the staged kernel
+// on the mx path: B's reference over its whole row, staged_expand.cuh); the swapped kernel's
+// (frag_order) keeps both per segment.
+bool expand_split_factors(const GemmSpec& spec, bool frag_order) {
+  return spec.path == GemmPath::mx && !frag_order;
+}
+
 // The expansion config of operand A (b = false) or B, as a struct named `name`.
 std::string expand_config(const GemmSpec& spec, bool b, int period, bool frag_order,
                           std::string_view name) {
@@ -217,15 +224,18 @@ std::string expand_config(const GemmSpec& spec, bool b, int period, bool frag_or
       "  static constexpr int kBlockRows = {};\n"
       "  static constexpr int kPeriod = {};\n"
       "  static constexpr bool kFragOrder = {};\n"
+      "  static constexpr bool kSplitFactors = {};\n"
       "}};\n",
       name, gemm_path_name(spec.path), b, spec.scale_code,
-      b ? spec.b_block_rows : spec.a_block_rows, period, frag_order);
+      b ? spec.b_block_rows : spec.a_block_rows, period, frag_order,
+      expand_split_factors(spec, frag_order));
 }
 
 std::string expand_config_text(const GemmSpec& spec, bool b, int period, bool frag_order) {
-  return fmt::format("block_rows={},threads=256{}{}", b ? spec.b_block_rows : spec.a_block_rows,
+  return fmt::format("block_rows={},threads=256{}{}{}", b ? spec.b_block_rows : spec.a_block_rows,
                      period != 1 ? fmt::format(",period={}", period) : std::string(),
-                     frag_order ? ",frag_order" : "");
+                     frag_order ? ",frag_order" : "",
+                     expand_split_factors(spec, frag_order) ? ",split_factors" : "");
 }
 
 KernelSource expand_source(std::string op, std::string function, std::string args,

@@ -311,7 +311,8 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const std::int64_t exp_b_offset =
       reserve(plan.staged && !plan.swap ? shape.n * plan.b_row_bytes : 0);
   const std::int64_t fac_a_offset = reserve(std::int64_t{plan.factor_rows} * plan.a_factor_ld * 4);
-  const std::int64_t fac_b_offset = reserve(std::int64_t{plan.factor_rows} * plan.b_factor_ld * 4);
+  const std::int64_t fac_b_offset =
+      reserve(std::int64_t{plan.b_factor_rows()} * plan.b_factor_ld * 4);
   const std::int64_t wt_offset =
       reserve(occ ? shape.k * shape.n * dtype_size(epilogue.occ_weight.dtype) : 0);
   const std::int64_t rows_offset = reserve(occ ? (shape.m + 1) * 8 : 0);
@@ -361,11 +362,13 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       const int per_thread = sm90::expand_rows_per_thread(
           static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)), operand_b);
       const std::int64_t groups = (rows + per_thread - 1) / per_thread;
-      std::int64_t ctas =
-          (groups * sm90::expand_chunks_pad(fp8, static_cast<int>(shape.k),
-                                            codegen::sm90_expand_period(plan.spec, plan.period)) +
-           255) /
-          256;
+      std::int64_t ctas = operand_b && plan.b_whole_row
+                              ? sm90::expand_whole_row_ctas(rows)
+                              : (groups * sm90::expand_chunks_pad(
+                                              fp8, static_cast<int>(shape.k),
+                                              codegen::sm90_expand_period(plan.spec, plan.period)) +
+                                 255) /
+                                    256;
       if (plan.swap && plan.spec.path == codegen::GemmPath::mx) {
         // The same launch checks B's scale codes per (row, segment) (staged_expand.cuh).
         const std::int64_t segment_blocks = 4 * plan.period;

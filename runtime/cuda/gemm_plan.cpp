@@ -187,7 +187,9 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.period = c.period;
     p.factor_rows = sm90_split_units(p.spec, c);
     if (g.a_factor) p.a_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.m));
-    if (g.b_factor) p.b_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.n));
+    if (g.b_factor || g.b_col_factor)
+      p.b_factor_ld = sm90::staged_factor_ld(static_cast<int>(shape.n));
+    p.b_whole_row = g.b_col_factor;
     p.expand = codegen::gemm_sm90_expand_kernels(p.spec, c, device.target);
     if (const auto fb = codegen::sm90_fallback_choice(p.spec, p.choice, shape.m, device.sm_count))
       p.fallback.push_back(plan_gemm(recipe, op, shape, out, device, &*fb));

@@ -28,7 +28,8 @@ struct GemmPlan {
   std::int64_t workspace_floats = 0;  // split-K partial sums (0: unsplit, or split in clusters)
   // Staged sm_90a path: the expansion passes, the expanded operands' row pitch (the TMA row
   // pitch above is the same), the promotion period, the factor arrays (factor_rows segments of
-  // a_factor_ld / b_factor_ld floats; ld 0: none), and the fused plan that runs instead when an
+  // a_factor_ld / b_factor_ld floats, ld 0: none; b_whole_row: B's one segment, each row of B
+  // expanded by one warp against its whole row, mx), and the fused plan that runs instead when an
   // expansion leaves the exact window (mx, ms_grad). `expand`: the expansion launches
   // (gemm_sm90_expand_kernels): one over both operands, or A's and B's (ms_grad); the swapped
   // kernel (swap) is staged for A only: B stays packed, and A's expansion also checks B's scale
@@ -43,6 +44,8 @@ struct GemmPlan {
   int period = 1;
   int factor_rows = 0;
   int a_factor_ld = 0, b_factor_ld = 0;
+  bool b_whole_row = false;
+  int b_factor_rows() const { return b_whole_row ? 1 : factor_rows; }
   std::vector<GemmPlan> fallback;  // empty or one
   // Every kernel this plan launches.
   std::vector<codegen::KernelSource> kernels() const;

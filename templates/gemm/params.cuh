@@ -51,8 +51,8 @@ struct GemmParams {
   // 0 K tiles expanded, 1 K tiles issued to TMA, 2 / 3 stages consumed by consumer warpgroup 0 / 1.
   unsigned* progress;
   // Staged sm90 path (gemm/sm90/staged.cuh): the FP32 factors of the expanded operands, one per
-  // (promotion segment, row) at factor[seg * factor_ld + row] (null where the path has none),
-  // written by gemm/sm90/staged_expand.cuh.
+  // (promotion segment, row) at factor[seg * factor_ld + row] (null where the path has none;
+  // mx's B: one per row over all of K, b_factor[row]), written by gemm/sm90/staged_expand.cuh.
   const float* a_factor;
   const float* b_factor;
   int a_factor_ld, b_factor_ld;
@@ -96,7 +96,7 @@ struct ExpandParams {
   const float* col_scale;  // ms_grad B: power-of-two scale per K column [K]
   void* out;               // [rows, out_ld bytes]
   long long out_ld;
-  float* factor;  // [segments, factor_ld] (mx, ms_grad B), else null
+  float* factor;  // [segments, factor_ld] (mx, ms_grad B; mx B, kSplitFactors: [rows]); or null
   int factor_ld;
   unsigned* flag;      // set to flag_mark when a shift falls outside the window (mx, ms_grad B)
   unsigned flag_mark;  // GemmParams::fallback_mark of the GEMM it expands for

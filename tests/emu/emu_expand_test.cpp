@@ -30,7 +30,7 @@ using g::ScaleCode;
 using g::ScaleKind;
 
 template <ScaleKind kK, bool kB, int kP, ScaleCode kS = ScaleCode::ue4m3, int kRows = 1,
-          bool kFrag = false>
+          bool kFrag = false, bool kSplit = false>
 struct Cfg : g::ExpandConfigBase {
   static constexpr ScaleKind kKind = kK;
   static constexpr bool kOperandB = kB;
@@ -38,7 +38,11 @@ struct Cfg : g::ExpandConfigBase {
   static constexpr int kBlockRows = kRows;
   static constexpr int kPeriod = kP;
   static constexpr bool kFragOrder = kFrag;
+  static constexpr bool kSplitFactors = kSplit;
 };
+// The staged kernel's mx expansions (codegen: A's and B's factors applied apart).
+using MxSplitA = Cfg<ScaleKind::mx, false, 4, ScaleCode::ue4m3, 1, false, true>;
+using MxSplitB = Cfg<ScaleKind::mx, true, 4, ScaleCode::ue4m3, 1, false, true>;
 
 constexpr std::uint8_t kPoison = 0x7F;  // E4M3 NaN; FP16 / BF16 words 0x7F7F are NaN too
 constexpr int kGuard = 4096;
@@ -88,6 +92,8 @@ std::pair<gemm::ExpandParams, unsigned> prepare(Operand& op) {
   p.factor_ld = op.factor_ld;
   p.flag = &op.flag;
   p.flag_mark = kMark;
+  if (C::kKind == ScaleKind::mx && C::kSplitFactors && C::kOperandB)
+    return {p, static_cast<unsigned>(g::expand_whole_row_ctas(op.rows))};
   const int per_thread = g::expand_rows_per_thread(C::kKind, C::kOperandB);
   const long long threads = static_cast<long long>((op.rows + per_thread - 1) / per_thread) *
                             g::expand_chunks_pad(T::kFp8, op.k, C::kPeriod);
@@ -176,9 +182,10 @@ Operand mx_operand(int rows, int k, int spread, std::mt19937& rng) {
   return op;
 }
 
+// kP: the period (factor per segment of kP K tiles); 0: one factor per row (whole-row B).
 template <int kP>
 void check_mx(const Operand& op) {
-  const int seg_k = 128 * kP;
+  const int seg_k = kP > 0 ? 128 * kP : op.k;
   for (int r = 0; r < op.rows; ++r)
     for (int j = 0; j < op.k; ++j) {
       const int e = op.scale[static_cast<std::size_t>(r) * (op.k / 32) + j / 32];
@@ -236,6 +243,91 @@ TEST(EmuExpand, MxNanScaleGivesANanFactor) {
   expand<Cfg<ScaleKind::mx, false, 4>>(a);
   EXPECT_TRUE(std::isnan(a.factor[0 * a.factor_ld + 3]));
   EXPECT_FALSE(std::isnan(a.factor[0 * a.factor_ld + 4]));
+}
+
+TEST(EmuExpand, MxWholeRowBEveryValueTimesItsRowFactorIsExact) {
+  std::mt19937 rng(21);
+  // Rows ending inside a warp and a CTA; K ending inside a warp's 32 chunks and inside a segment.
+  for (auto [rows, k] :
+       {std::pair{70, 1440}, std::pair{33, 4096}, std::pair{9, 11008}, std::pair{8, 96}}) {
+    Operand b = mx_operand(rows, k, 14, rng);  // at most 14 binades below the row's top
+    expand<MxSplitB>(b);
+    EXPECT_EQ(b.flag, 0u) << rows << "x" << k;
+    check_mx<0>(b);
+    for (int r = rows; r < b.factor_ld; ++r) ASSERT_EQ(b.factor[r], -1.0f) << "past the rows";
+    // A of the same GEMM: per segment, as without split factors.
+    Operand a = mx_operand(rows, k, 14, rng);
+    Operand a0 = a;
+    expand<MxSplitA>(a);
+    expand<Cfg<ScaleKind::mx, false, 4>>(a0);
+    EXPECT_EQ(a.flag, 0u);
+    EXPECT_EQ(a.out, a0.out);
+    EXPECT_EQ(a.factor, a0.factor);
+  }
+}
+
+TEST(EmuExpand, MxWholeRowBWindowIsTheRowsNotTheSegments) {
+  std::mt19937 rng(22);
+  Operand b = mx_operand(12, 2048, 6, rng);
+  // Row 7: segment 0 (blocks 0..15) at 140, segment 2 (blocks 32..47) at 120, codes nonzero:
+  // each segment inside its own window, the row 20 binades wide.
+  const int blocks = 2048 / 32;
+  for (int blk = 0; blk < blocks; ++blk) {
+    b.scale[7 * blocks + blk] = blk < 16 ? 140 : 120 + static_cast<int>(blk % 3);
+    for (int j = 0; j < 16; ++j) b.codes[7 * 1024 + 16 * blk + j] = 0x21;
+  }
+  Operand per_segment = b;
+  expand<Cfg<ScaleKind::mx, true, 4>>(per_segment);
+  EXPECT_EQ(per_segment.flag, 0u);
+  check_mx<4>(per_segment);
+  Operand whole = b;
+  expand<MxSplitB>(whole);
+  EXPECT_EQ(whole.flag, kMark);
+  // The low blocks' codes all zero: they take no part, and the row's window holds.
+  for (int blk = 16; blk < blocks; ++blk)
+    for (int j = 0; j < 16; ++j) b.codes[7 * 1024 + 16 * blk + j] = 0;
+  expand<MxSplitB>(b);
+  EXPECT_EQ(b.flag, 0u);
+  check_mx<0>(b);
+}
+
+TEST(EmuExpand, MxSplitFactorsOutsideTheirRangeSetTheFlag) {
+  std::mt19937 rng(23);
+  // ref - 133 within [-64, 64]: codes 69 .. 197 (scales 2^-58 .. 2^70).
+  for (int top : {68, 69, 197, 198}) {
+    const bool inside = top >= 69 && top <= 197;
+    for (bool operand_b : {false, true}) {
+      Operand op = mx_operand(5, 1024, 0, rng);  // every block of a row at its row's top
+      for (int blk = 0; blk < 32; ++blk) op.scale[2 * 32 + blk] = static_cast<std::uint8_t>(top);
+      for (int j = 0; j < 16; ++j) op.codes[2 * 512 + j] = 0x43;
+      if (operand_b)
+        expand<MxSplitB>(op);
+      else
+        expand<MxSplitA>(op);
+      EXPECT_EQ(op.flag, inside ? 0u : kMark) << "top " << top << " operand_b " << operand_b;
+      if (operand_b)
+        check_mx<0>(op);
+      else
+        check_mx<4>(op);
+      // Without split factors the same codes never flag: the product of both factors is applied.
+      Operand plain = mx_operand(5, 1024, 0, rng);
+      for (int blk = 0; blk < 32; ++blk) plain.scale[2 * 32 + blk] = static_cast<std::uint8_t>(top);
+      expand<Cfg<ScaleKind::mx, false, 4>>(plain);
+      EXPECT_EQ(plain.flag, 0u);
+    }
+  }
+}
+
+TEST(EmuExpand, MxWholeRowBNanScaleGivesANanRowFactor) {
+  std::mt19937 rng(24);
+  Operand b = mx_operand(9, 1536, 10, rng);
+  b.scale[3 * 48 + 40] = 0xFF;
+  expand<MxSplitB>(b);
+  EXPECT_EQ(b.flag, 0u);
+  EXPECT_TRUE(std::isnan(b.factor[3]));
+  EXPECT_FALSE(std::isnan(b.factor[4]));
+  for (int j = 40 * 32; j < 41 * 32; ++j)  // the NaN block's values are NaN
+    EXPECT_TRUE(std::isnan(e4m3(b.out[static_cast<std::size_t>(3) * b.k + j]))) << j;
 }
 
 TEST(EmuExpand, MsIsE2M1TimesTwoToMinus6InEvenOddOrder) {
@@ -378,6 +470,8 @@ TEST(EmuExpand, PairLaunchEqualsTheTwoSingleLaunches) {
   using MxA = Cfg<ScaleKind::mx, false, 4>;
   using MxB = Cfg<ScaleKind::mx, true, 4>;
   pair_equals_singles<MxA, MxB>(mx_operand(70, 1440, 14, rng), mx_operand(33, 1440, 14, rng), 0u);
+  pair_equals_singles<MxSplitA, MxSplitB>(mx_operand(70, 1440, 14, rng),
+                                          mx_operand(33, 1440, 14, rng), 0u);
   pair_equals_singles<Cfg<ScaleKind::ms, false, 1>, Cfg<ScaleKind::ms, true, 1>>(
       random_codes(37, 1440, rng), random_codes(90, 1440, rng), 0u);
   {
@@ -405,6 +499,7 @@ TEST(EmuExpand, PairLaunchEqualsTheTwoSingleLaunches) {
   b.scale[3 * 32 + 1] = 120;
   for (int j = 0; j < 32; ++j) b.codes[3 * 512 + j] = 0x11;  // blocks 0 and 1 of row 3 nonzero
   pair_equals_singles<MxA, MxB>(a, b, kMark);
+  pair_equals_singles<MxSplitA, MxSplitB>(a, b, kMark);
 }
 
 }  // namespace

@@ -46,8 +46,11 @@ struct Gpu {
 // outside each other's window, in both the row and the column layout). outliers: every 41st
 // element (row-major) 15 times larger, so that most blocks hold one and the others' scales lie a
 // few binades lower (their products lose low bits in the FP8 tensor cores' accumulation).
+// wide: columns 512 j .. 512 j + 511 times 2^10 for even j, 2^-10 for odd j: every promotion
+// segment of a row-wise operand (512 elements of K) inside one window, a whole row 20 binades
+// wide (the staged mx kernel's window for B: staged_geometry.cuh, kSplitFactorExp).
 inline Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed,
-                                   bool stress = false, bool outliers = false) {
+                                   bool stress = false, bool outliers = false, bool wide = false) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f), v(-20.0f, 20.0f);
@@ -67,6 +70,7 @@ inline Matrix<float> random_matrix(std::int64_t rows, std::int64_t cols, std::ui
         x *= col[static_cast<std::size_t>(c)] *
              block[static_cast<std::size_t>((r / 16) * bc + c / 16)];
       if (outliers && (r * cols + c) % 41 == 0) x *= 15.0f;
+      if (wide) x *= (c / 512) % 2 == 0 ? 0x1p10f : 0x1p-10f;
       m(r, c) = x;
     }
   }
@@ -187,10 +191,11 @@ struct GemmCase {
   bool stress = false;
   bool outliers = false;
   double bound = 1e-4;  // on the relative Frobenius error
+  bool wide = false;    // random_matrix's wide rows (row-wise operands: fprop's)
 };
 inline void PrintTo(const GemmCase& c, std::ostream* os) {
   *os << c.recipe << " " << name(c.op) << " " << gemm_shape_text(c.shape) << " " << c.kernel
-      << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "");
+      << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "") << (c.wide ? " wide" : "");
 }
 
 struct CaseData {
@@ -211,8 +216,8 @@ inline std::string prepare(Engine& engine, const GemmCase& c, CaseData& s) {
   const GemmRoles roles = gemm_roles(c.op);
   const OperandShape sa = gemm_source_shape(roles.a, c.shape.m, c.shape.k);
   const OperandShape sb = gemm_source_shape(roles.b, c.shape.n, c.shape.k);
-  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress, c.outliers),
-                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress, c.outliers);
+  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress, c.outliers, c.wide),
+                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress, c.outliers, c.wide);
   s.a = quantize_on_gpu(engine, s.recipe, roles.a, xa, 5);
   s.b = quantize_on_gpu(engine, s.recipe, roles.b, xb, 6);
   s.occ = c.op == GemmOp::fprop && s.recipe[roles.a].occ;
@@ -221,10 +226,10 @@ inline std::string prepare(Engine& engine, const GemmCase& c, CaseData& s) {
 }
 
 inline std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
-  std::string n = p.param.recipe + "_" + std::string(name(p.param.op)) + "_" +
-                  gemm_shape_text(p.param.shape) +
-                  (p.param.kernel.empty() ? "" : "_" + p.param.kernel) +
-                  (p.param.stress ? "_stress" : "") + (p.param.outliers ? "_outliers" : "");
+  std::string n =
+      p.param.recipe + "_" + std::string(name(p.param.op)) + "_" + gemm_shape_text(p.param.shape) +
+      (p.param.kernel.empty() ? "" : "_" + p.param.kernel) + (p.param.stress ? "_stress" : "") +
+      (p.param.outliers ? "_outliers" : "") + (p.param.wide ? "_wide" : "");
   for (char& ch : n)  // a choice's text ("sg=1,bn=192,...") as a test name
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;

@@ -7,7 +7,8 @@
 // fused and the staged sm90 kernel, the mx and nv recipes' also on the swapped one
 // (FP4JIT_SM90_GEMM=fused|staged|swap); "stress" cases spread the block scales of a row over more
 // binades than the expansions' window, so the staged or swapped launch must hand the product to
-// the fused kernel. Skipped without a GPU.
+// the fused kernel; "wide" rows hold each promotion segment inside the window but not a whole row
+// (the staged mx kernel's window for B). Skipped without a GPU.
 #include "tests/gpu/gpu_gemm_common.hpp"
 
 namespace fp4jit::test {
@@ -144,6 +145,15 @@ std::vector<GemmCase> gemm_cases() {
             std::pair{"sw=1,bn=64,ps=6,rg=8n,pp=1,cs=1,sk=2", GemmShape{256, 8192, 1024}}})
         out.push_back({recipe, op.value, shape, choice, false});
     }
+  // Wide rows (fprop: both operands row-wise along K): the staged mx kernel, whose window for B
+  // spans B's whole row, hands the product to the fused kernel; the swapped one (per segment)
+  // keeps it. nvfp4 (no window) alongside.
+  for (const char* recipe : {"mxfp4", "tetrajet", "nvfp4"})
+    for (const auto& [shape, kernel] :
+         {std::pair{GemmShape{1000, 3000, 4096}, "staged"},
+          std::pair{GemmShape{768, 1440, 1440}, ""}, std::pair{GemmShape{2048, 384, 2048}, ""},
+          std::pair{GemmShape{256, 1000, 4096}, "swap"}})
+      out.push_back({recipe, GemmOp::fprop, shape, kernel, false, false, 1e-4, true});
   return out;
 }
 

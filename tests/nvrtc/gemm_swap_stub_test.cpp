@@ -127,6 +127,47 @@ TEST(GemmStubs, SwappedKernelForFewRowsOfMx) {
   EXPECT_EQ(plan.fallback.front().choice.grid, 32);
 }
 
+TEST(GemmStubs, StagedMxTakesBsFactorsPerRowOverAllOfK) {
+  // The staged mx kernel applies B's factors in the epilogue: its expansion (both operands in one
+  // launch) takes B's reference over whole rows (one warp each, one factor per row), A's per
+  // segment, both with the range check; the plan's B factors are one segment of N.
+  for (const char* preset : {"mxfp4", "tetrajet"}) {
+    const cuda::GemmPlan plan = cuda::plan_gemm(parse_recipe(preset), GemmOp::fprop,
+                                                {8192, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+    ASSERT_TRUE(plan.staged && !plan.swap) << preset;
+    EXPECT_TRUE(plan.b_whole_row);
+    EXPECT_EQ(plan.factor_rows, 8);  // 4096 / (4 K tiles of 128)
+    EXPECT_EQ(plan.b_factor_rows(), 1);
+    EXPECT_GT(plan.a_factor_ld, 0);
+    EXPECT_GT(plan.b_factor_ld, 0);
+    ASSERT_EQ(plan.expand.size(), 1u);
+    const std::string src = plan.expand[0].source();
+    const std::string split = "kSplitFactors = true;";
+    const auto first = src.find(split);
+    ASSERT_NE(first, std::string::npos) << src;
+    EXPECT_NE(src.find(split, first + 1), std::string::npos) << "A's and B's configs: " << src;
+    EXPECT_NE(plan.expand[0].key_text.find("split_factors"), std::string::npos);
+  }
+  // Other staged paths keep their factors per segment (ms_grad) or have none (nv).
+  const cuda::GemmPlan nv = cuda::plan_gemm(parse_recipe("nvfp4"), GemmOp::fprop,
+                                            {8192, 4096, 4096}, DType::bf16, {"sm_90a", 132});
+  ASSERT_TRUE(nv.staged && !nv.swap);
+  EXPECT_FALSE(nv.b_whole_row);
+  EXPECT_EQ(nv.b_factor_ld, 0);
+  const cuda::GemmPlan ms = cuda::plan_gemm(parse_recipe("msfp4"), GemmOp::wgrad,
+                                            {4096, 4096, 8192}, DType::bf16, {"sm_90a", 132});
+  if (ms.staged && ms.b_factor_ld > 0) {
+    EXPECT_FALSE(ms.b_whole_row);
+    EXPECT_EQ(ms.b_factor_rows(), ms.factor_rows);
+  }
+  // The swapped kernel's expansion of A keeps the product of both factors at promotion.
+  const cuda::GemmPlan sw = cuda::plan_gemm(parse_recipe("mxfp4"), GemmOp::fprop, {100, 4096, 4096},
+                                            DType::bf16, {"sm_90a", 132});
+  ASSERT_TRUE(sw.swap);
+  EXPECT_FALSE(sw.b_whole_row);
+  EXPECT_NE(sw.expand.at(0).source().find("kSplitFactors = false;"), std::string::npos);
+}
+
 TEST(GemmStubs, SwappedKernelForFewRowsOfNv) {
   // As mx: tiles of 64 rows of A up to 64 rows, and up to 128 where 128-row tiles would fill
   // less than half of the SMs, else 128, up to 1024 rows; the kernel with the scale code and B's

@@ -1,8 +1,9 @@
 // Epilogue of the sm90 GEMM, run by each consumer thread on its accumulator fragment:
 //   D[m, n] = alpha * factor(m, n) * acc [+ bias[n]] [+ beta * C[m, n]]
 // factor: ms: 2^12 (undoes the 2^-6 of both expansions) * sa[m] * sb[n]; mx: 1 (the stage factors
-// were applied at promotion); nv: tensor_factor / (s_enc_a * s_enc_b); ms_grad: A's per-tensor
-// scale (B's column scales were applied at promotion).
+// were applied at promotion; the staged kernel's B factors, one per column, here: T::kBColFactor);
+// nv: tensor_factor / (s_enc_a * s_enc_b); ms_grad: A's per-tensor scale (B's column scales were
+// applied at promotion).
 // Fragment element j = v0 + 2 v1 + 4 v2: row g + 8 v1, column 8 v2 + 2 tig + v0. Rows >= M and
 // columns >= N (ragged edges) are not stored.
 //
@@ -74,19 +75,38 @@ struct WarpColumns {
   }
 };
 
-// The terms after alpha * factor of a tile's epilogue: ms's column scales, the bias (per column,
-// WarpColumns), beta * C (per element, read next to its store).
+// The staged mx kernel's B factors of a tile (T::kBColFactor; else empty): loaded by the consumers
+// when they start the tile, so that the loads' latency passes behind the tile's main loop rather
+// than at the start of its epilogue.
+template <class T, bool kUsed = T::kBColFactor>
+struct BColumnFactors {
+  WarpColumns<T::BLOCK_N> v;
+  __device__ __forceinline__ void load(const GemmParams& p, int n0) {
+    v.load(n0, p.N - 1, [&](int col) { return p.b_factor[col]; });
+  }
+};
+template <class T>
+struct BColumnFactors<T, false> {
+  __device__ __forceinline__ void load(const GemmParams&, int) {}
+};
+
+// The column terms of a tile's epilogue: the staged mx kernel's B factors (powers of two, applied
+// to the accumulator first), ms's column scales, the bias (per column, WarpColumns); beta * C (per
+// element, read next to its store).
 template <class Cfg, class T>
 struct EpilogueTerms {
   static constexpr bool kScale = T::kKind == ScaleKind::ms;
+  static constexpr bool kFactor = T::kBColFactor;
   WarpColumns<T::BLOCK_N> scale, bias;
   bool has_bias, has_c;
 
-  __device__ __forceinline__ void load(const GemmParams& p, int n0) {
+  __device__ __forceinline__ void load(const GemmParams& p, int n0,
+                                       const BColumnFactors<T>& factors) {
     const int last = p.N - 1;
     has_bias = p.bias != nullptr;
     has_c = p.c != nullptr && p.beta != 0.0f;
     if constexpr (kScale) scale.load(n0, last, [&](int col) { return p.b_row_scale[col]; });
+    if constexpr (kFactor) scale = factors.v;
     if (has_bias) {  // gemm::load_bias's dispatch, once for the tile rather than per element
       if (p.bias_type == static_cast<int>(gemm::BiasType::bf16))
         bias.load(n0, last, [&](int col) { return load_out<OutType::bf16>(p.bias, col); });
@@ -105,9 +125,15 @@ struct EpilogueTerms {
   };
   __device__ __forceinline__ Pair columns(int v2, int tig) const {
     Pair c{1.0f, 1.0f, 0.0f, 0.0f};
-    if constexpr (kScale) c.s0 = scale.get(v2, 0, tig), c.s1 = scale.get(v2, 1, tig);
+    if constexpr (kScale || kFactor) c.s0 = scale.get(v2, 0, tig), c.s1 = scale.get(v2, 1, tig);
     if (has_bias) c.b0 = bias.get(v2, 0, tig), c.b1 = bias.get(v2, 1, tig);
     return c;
+  }
+  // The accumulators of column pair c times B's factors (kFactor), before alpha * factor: a
+  // partial sum times A's factor stays in FP32's normal range (kSplitFactorExp), and the products
+  // are exact, so D gets the bits of a promotion by both factors.
+  __device__ __forceinline__ void apply_factors(const Pair& c, float& a0, float& a1) const {
+    if constexpr (kFactor) a0 *= c.s0, a1 *= c.s1;
   }
   // x0, x1 (after alpha * factor) times ms's column scales, plus the bias.
   __device__ __forceinline__ void apply_columns(const Pair& c, float& x0, float& x1) const {
@@ -147,12 +173,13 @@ struct EpilogueRows {
 template <class Cfg, class T = GemmTraits<Cfg>>
 __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUnit& w,
                                                const ConsumerRows& rw,
-                                               const float (&acc)[T::kAccum]) {
+                                               const float (&acc)[T::kAccum],
+                                               const BColumnFactors<T>& factors = {}) {
   constexpr unsigned kPairBytes = Cfg::kOut == OutType::f32 ? 8u : 4u;
   const bool vec = (p.ldd % 2 == 0) && reinterpret_cast<unsigned long long>(p.d) % kPairBytes == 0;
   const float base = epilogue_base<T::kKind>(p);
   EpilogueTerms<Cfg, T> t;
-  t.load(p, w.n0);
+  t.load(p, w.n0, factors);
   const EpilogueRows<T::kKind> rows(p, w, rw, base);
   // Column pairs outer: each pair's column terms are fetched once for both rows.
 #pragma unroll
@@ -163,8 +190,10 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 #pragma unroll
     for (int v1 = 0; v1 < 2; ++v1) {
       if (!rows.in[v1] || n >= p.N) continue;
-      float x0 = acc[4 * v2 + 2 * v1] * rows.f[v1];
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * rows.f[v1];
+      float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
+      t.apply_factors(c, x0, x1);
+      x0 *= rows.f[v1];
+      x1 *= rows.f[v1];
       t.apply_columns(c, x0, x1);
       if (t.has_c) t.apply_c(p, rows.m[v1], n, x0, x1);
       store_pair<Cfg::kOut>(p.d, static_cast<long long>(rows.m[v1]) * p.ldd + n, x0, x1, has1, vec);
@@ -185,7 +214,8 @@ template <class Cfg, class T>
 __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const WorkUnit& w,
                                                    const ConsumerRows& rw,
                                                    const float (&acc)[T::kAccum], unsigned epi,
-                                                   const TmaDesc* tma_d, bool issuer, int bar) {
+                                                   const TmaDesc* tma_d, bool issuer, int bar,
+                                                   const BColumnFactors<T>& factors = {}) {
   constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
   constexpr int kChunkCols = 128 / kBytes;
   constexpr int kChunks = T::BLOCK_N / kChunkCols;
@@ -193,7 +223,7 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   static_assert(T::BLOCK_N % kChunkCols == 0, "tile width: whole 128-byte chunks of D");
   EpilogueTerms<Cfg, T> t;
   // The column terms' loads go out before the wait below, which hides their latency.
-  t.load(p, w.n0);
+  t.load(p, w.n0, factors);
   if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
   named_barrier_sync(bar, 128);
   const EpilogueRows<T::kKind> rows(p, w, rw, epilogue_base<T::kKind>(p));
@@ -208,8 +238,10 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
 #pragma unroll
     for (int v1 = 0; v1 < 2; ++v1) {
       const bool in = rows.in[v1] && n < p.N;
-      float x0 = acc[4 * v2 + 2 * v1] * rows.f[v1];
-      float x1 = acc[4 * v2 + 2 * v1 + 1] * rows.f[v1];
+      float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
+      t.apply_factors(c, x0, x1);
+      x0 *= rows.f[v1];
+      x1 *= rows.f[v1];
       if (in) t.apply_columns(c, x0, x1);
       if (t.has_c && in) t.apply_c(p, rows.m[v1], n, x0, x1);
       const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;

@@ -16,7 +16,8 @@
 //                elements each); ms / nv accumulate over all of K in the tensor cores, mx and
 //                ms_grad accumulate one segment (kPeriod K tiles, staged_geometry.cuh) in the
 //                tensor cores and promote it into FP32 registers with the segment's factors
-//                a'[row] * b'[col] (the factors come with the segment's last stage); while one
+//                (mx: a'[row]; B's factor b'[col], one per column over all of K, is applied in
+//                the epilogue; ms_grad: one per segment) that come with its last stage; while one
 //                warpgroup promotes, the other keeps the tensor cores busy; split-K shared with
 //                the fused kernel (split-K splits whole segments); the epilogue's D leaves either
 //                from registers (epilogue_store, as the fused kernel) or, with Cfg::kTmaStore,
@@ -54,6 +55,7 @@ struct StagedTraits {
   static constexpr bool kPromote = G.promote;
   static constexpr bool kAFactor = G.a_factor;
   static constexpr bool kBFactor = G.b_factor;
+  static constexpr bool kBColFactor = G.b_col_factor;  // the epilogue's (epilogue.cuh)
   static constexpr int BLOCK_M = 128, BLOCK_N = Cfg::BLOCK_N;
   static constexpr int BLOCK_K = G.block_k;
   static constexpr int kAccum = BLOCK_N / 2;
@@ -166,8 +168,8 @@ __device__ __forceinline__ void staged_release(const Smem& sm, int s) {
   }
 }
 
-// acc += tmp * a_factor[row] * b_factor[col] with stage s's factors (the segment's; ms_grad: one
-// factor per segment, stored for every column), then stage s is released.
+// acc += tmp * a_factor[row] (mx) or tmp * b_factor (ms_grad: one factor per segment, stored for
+// every column) with stage s's factors (the segment's), then stage s is released.
 template <class T, class Smem>
 __device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRows& rw,
                                                float (&tmp)[T::kAccum], int s,
@@ -185,7 +187,7 @@ __device__ __forceinline__ void staged_promote(const Smem& sm, const ConsumerRow
     f0 *= g;
     f1 *= g;
   }
-  promote_fragment<T::BLOCK_N, T::kKind == ScaleKind::mx>(tmp, f0, f1, fb, rw.tig, acc);
+  promote_fragment<T::BLOCK_N, false>(tmp, f0, f1, 0u, rw.tig, acc);
   staged_release<T>(sm, s);
 }
 
@@ -295,6 +297,8 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
   for (int u = first; u < sched.units; u += stride) {
     WorkUnit w = sched.unit(u);
     k_range(w);
+    BColumnFactors<T> b_factors;  // in registers through the main loop (their latency hidden)
+    b_factors.load(p, w.n0);
     float acc[T::kAccum];
 #pragma unroll
     for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
@@ -336,9 +340,10 @@ __global__ void __launch_bounds__(StagedTraits<Cfg>::kThreads, 1)
     }
     if (splitk_reduce<T>(p, w, sm.split_flag(), acc)) {
       if (T::kTmaStore && p.tma_store != 0)
-        epilogue_store_tma<Cfg, T>(p, w, rw, acc, sm.epi(wg), &tma_d, (ctid & 127) == 0, 3 + wg);
+        epilogue_store_tma<Cfg, T>(p, w, rw, acc, sm.epi(wg), &tma_d, (ctid & 127) == 0, 3 + wg,
+                                   b_factors);
       else
-        epilogue_store<Cfg, T>(p, w, rw, acc);
+        epilogue_store<Cfg, T>(p, w, rw, acc, b_factors);
     }
   }
   // D's last stores are complete before the CTA (and its shared memory) goes.

@@ -4,7 +4,11 @@
 //   ms       E4M3 bytes of E2M1 * 2^-6 (the per-row scales stay for the epilogue)
 //   mx       E4M3 bytes of E2M1 * 2^(t - 8), t = e - ref + 14 in [0, 14] for a block of scale
 //            code e and the largest code ref of its row's segment (kPeriod K tiles of 128
-//            elements); the segment's factor 2^(ref - 133) goes to factor[seg * factor_ld + row]
+//            elements); the segment's factor 2^(ref - 133) goes to factor[seg * factor_ld + row].
+//            With Cfg::kSplitFactors (the staged kernel, which applies A's and B's factors apart:
+//            staged_geometry.cuh, kSplitFactorExp) B's ref is the largest code of its whole row
+//            and its one factor goes to factor[row] (one warp per row: expand_mx_row), and a
+//            factor of either operand outside 2^+-kSplitFactorExp writes the mark as well
 //   nv       FP16 (UE4M3) or BF16 (UE5M3) of E2M1 * block scale (the tensor scales stay for the
 //            epilogue)
 //   ms_grad  A: FP16 of the E5M2 codes (the per-tensor scale stays for the epilogue);
@@ -24,7 +28,8 @@
 // lanes (4 per K tile on the FP8 path, 2 on the 16-bit path) and share the segment's reference
 // through shuffles (ms_grad B: one chunk of 8 rows per thread, expand_rows_per_thread). 256
 // threads per CTA; grid = ceil(row_groups * chunks_pad / 256), chunks_pad = K / 32
-// rounded up to a whole segment (expand_chunks_pad).
+// rounded up to a whole segment (expand_chunks_pad). mx B with kSplitFactors: one warp per row,
+// grid = expand_whole_row_ctas(rows).
 #pragma once
 #include "gemm/params.cuh"
 #include "gemm/sm90/config.cuh"
@@ -45,6 +50,9 @@ struct ExpandConfigBase {
   // 8q..8q+3 for q < 4 and 8(q-4)+4..8(q-4)+7 for q >= 4; nv, word 4j + i holds elements
   // 8i + 2j, 8i + 2j + 1 (i, j < 4: the 4 x 4 transpose of the chunk's element pairs).
   static constexpr bool kFragOrder = false;
+  // mx: the GEMM applies A's and B's factors apart (the staged kernel): B's reference over its
+  // whole row, both factors' range checked (header comment).
+  static constexpr bool kSplitFactors = false;
 };
 
 template <class Cfg>
@@ -190,6 +198,94 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
   }
 }
 
+// Whether an mx factor 2^(ref - 133) applied apart from the other operand's stays inside
+// 2^+-kSplitFactorExp (ref < 0: no nonzero block, factor 1).
+__device__ __forceinline__ bool split_factor_ok(int ref) {
+  const int x = ref - 127 - kLutMaxShift + kLutBias;
+  return ref < 0 || (x >= -kSplitFactorExp && x <= kSplitFactorExp);
+}
+
+// mx B of the staged kernel (Cfg::kSplitFactors): one warp per row (8 rows per CTA), the row's
+// reference the largest scale code over all of K among blocks with nonzero codes. A lane takes
+// chunks lane, lane + 32, ... in batches of kRowBatch whose loads are all issued before their
+// first use; the row's codes are read for the reference, then (unless one batch holds the whole
+// row, K <= 4096) again from L1 / L2 to expand them.
+constexpr int kRowBatch = 4;
+__device__ __forceinline__ void row_batch_load(const unsigned char* codes,
+                                               const unsigned char* scale, int c0, int chunks,
+                                               uint4 (&v)[kRowBatch], int (&e)[kRowBatch]) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+#pragma unroll
+  for (int j = 0; j < kRowBatch; ++j) {
+    const int c = c0 + 32 * j + lane;
+    v[j] = make_uint4(0u, 0u, 0u, 0u);
+    e[j] = 0;
+    if (c < chunks) {
+      v[j] = *reinterpret_cast<const uint4*>(codes + 16ll * c);
+      e[j] = scale[c];
+    }
+  }
+}
+template <class T>
+__device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
+                                              unsigned char* warp_stage, int cta) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int row = cta * (T::kThreads / 32) + static_cast<int>(threadIdx.x >> 5);
+  if (row >= p.rows) return;  // the whole warp
+  const int chunks = p.K / 32;
+  const unsigned char* codes = p.codes + static_cast<long long>(row) * p.code_ld;
+  const unsigned char* scale = p.scale + static_cast<long long>(row) * p.scale_ld;
+  const auto nonzero = [](const uint4& x) {
+    return ((x.x | x.y | x.z | x.w) & 0x77777777u) != 0u;
+  };
+  uint4 v[kRowBatch];
+  int e[kRowBatch];
+  int top = -1, nan = 0;
+  for (int c0 = 0; c0 < chunks; c0 += 32 * kRowBatch) {
+    row_batch_load(codes, scale, c0, chunks, v, e);
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {  // past the row: zero codes, no part in ref
+      if (e[j] == 0xFF)
+        nan = 1;
+      else if (nonzero(v[j]))
+        top = max(top, e[j]);
+    }
+  }
+  const int ref = tile_max<32>(top);
+  const bool any_nan = tile_max<32>(nan) != 0;
+  if (lane == 0) {
+    if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
+    p.factor[row] = any_nan   ? __uint_as_float(0x7FC00000u)
+                    : ref < 0 ? 1.0f
+                              : pow2f(ref - 127 - kLutMaxShift + kLutBias);
+  }
+  const bool one_batch = chunks <= 32 * kRowBatch;  // v and e still hold the whole row
+  for (int c0 = 0; c0 < chunks; c0 += 32 * kRowBatch) {  // the same trips in every lane (shuffles)
+    if (!one_batch) row_batch_load(codes, scale, c0, chunks, v, e);
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {
+      const int c = c0 + 32 * j + lane;
+      int shift = kLutZero;
+      if (e[j] == 0xFF) {
+        shift = kLutNan;
+      } else if (nonzero(v[j])) {  // only chunks inside the row hold nonzero codes
+        shift = e[j] - ref + kLutMaxShift;
+        if (shift < 0) {
+          *p.flag = p.flag_mark;
+          shift = kLutZero;
+        }
+      }
+      unsigned lut_lo, lut_hi;
+      e4m3_lut(shift, lut_lo, lut_hi);
+      const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+      unsigned o[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+      warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, c < chunks, p);
+    }
+  }
+}
+
 // The swapped path's check of B's scale codes (ExpandParams::check_scale): one (row, segment)
 // per thread.
 template <class T>
@@ -224,6 +320,11 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
   if constexpr (T::kKind == ScaleKind::mx) {
     if (p.check_scale != nullptr && cta >= p.expand_ctas) {
       check_scale_window<T>(p, cta);
+      return;
+    }
+    if constexpr (Cfg::kSplitFactors && Cfg::kOperandB) {
+      static_assert(!Cfg::kFragOrder, "whole-row B: the staged kernel's layout");
+      expand_mx_row<T>(p, warp_stage, cta);
       return;
     }
   }
@@ -304,6 +405,8 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
                         : ref < 0 ? 1.0f
                                   : pow2f(ref - 127 - kLutMaxShift + kLutBias);
         p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
+        if constexpr (Cfg::kSplitFactors)
+          if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
       }
     } else if constexpr (T::kKind == ScaleKind::nv) {
       const long long srow = static_cast<long long>(row / Cfg::kBlockRows) * p.scale_ld;
@@ -356,10 +459,11 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
 }
 
 // Both operands of a GEMM in one launch (Cfg::A and Cfg::B: the two operands' expansion
-// configs): CTAs [0, a_ctas) expand A as expand_kernel<Cfg::A>(a) would, the rest B as
-// expand_kernel<Cfg::B>(b); a CTA is all of one operand, so its barriers and shuffles are those
-// of the single-operand kernel. One launch instead of two, and B's CTAs fill the SMs while A's
-// last ones finish.
+// configs): a_ctas CTAs expand A as expand_kernel<Cfg::A>(a) would, the rest B as
+// expand_kernel<Cfg::B>(b); A's come first, except before a whole-row B (mx with
+// kSplitFactors), whose longer CTAs go first. A CTA is all of one operand, so its barriers and
+// shuffles are those of the single-operand kernel. One launch instead of two, and the second
+// operand's CTAs fill the SMs while the first one's last ones finish.
 template <class Cfg>
 __global__ void __launch_bounds__(256)
     expand_pair_kernel(const gemm::ExpandParams a, const gemm::ExpandParams b, int a_ctas) {
@@ -373,10 +477,20 @@ __global__ void __launch_bounds__(256)
   __shared__ unsigned short nv_table[256];
   __shared__ __align__(16) unsigned char warp_stage[256 * kStage];
   const int cta = static_cast<int>(blockIdx.x);
-  if (cta < a_ctas)
-    expand_cta<CfgA>(a, cta, nv_table, warp_stage);
-  else
-    expand_cta<CfgB>(b, cta - a_ctas, nv_table, warp_stage);
+  if constexpr (CfgB::kKind == ScaleKind::mx && CfgB::kSplitFactors) {
+    // B's whole-row CTAs (a warp walks a row) take longer than A's: they go first, and A's fill
+    // the SMs behind them rather than leave them a tail of their own.
+    const int b_ctas = static_cast<int>(gridDim.x) - a_ctas;
+    if (cta < b_ctas)
+      expand_cta<CfgB>(b, cta, nv_table, warp_stage);
+    else
+      expand_cta<CfgA>(a, cta - b_ctas, nv_table, warp_stage);
+  } else {
+    if (cta < a_ctas)
+      expand_cta<CfgA>(a, cta, nv_table, warp_stage);
+    else
+      expand_cta<CfgB>(b, cta - a_ctas, nv_table, warp_stage);
+  }
 }
 
 }  // namespace fp4jit::sm90

@@ -13,7 +13,9 @@ struct StagedGeometry {
   bool fp8;        // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
   bool promote;    // promotion per segment with factors (mx, ms_grad)
   bool a_factor;   // per-(segment, row) factors of A (mx)
-  bool b_factor;   // of B (mx, ms_grad)
+  bool b_factor;   // per-segment factors of B, applied at promotion (ms_grad)
+  bool b_col_factor;  // one factor per row of B over all of K, applied per column of D in the
+                      // epilogue (mx: promotion then scales by A's row factors alone)
   int block_k;     // elements per K tile
   int elem_bytes;  // bytes per expanded element
   int a_bytes, b_bytes, stage_bytes;
@@ -41,7 +43,8 @@ FP4JIT_GEMM_CONSTEXPR StagedGeometry staged_geometry(ScaleKind kind, int block_n
   g.fp8 = kind == ScaleKind::ms || kind == ScaleKind::mx;
   g.promote = kind == ScaleKind::mx || kind == ScaleKind::ms_grad;
   g.a_factor = kind == ScaleKind::mx;
-  g.b_factor = g.promote;
+  g.b_factor = kind == ScaleKind::ms_grad;
+  g.b_col_factor = kind == ScaleKind::mx;
   g.elem_bytes = g.fp8 ? 1 : 2;
   g.block_k = 128 / g.elem_bytes;
   g.a_bytes = 128 * 128;
@@ -114,7 +117,8 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, in
 }
 
 // Promotion period of the staged path (mx, ms_grad): K tiles per segment. The expansion takes
-// its exact window and factors per (segment, row), and the kernel promotes its FP32 partial
+// its exact window and factors per (segment, row) (mx: of A; B's per row, kSplitFactorExp's
+// comment), and the kernel promotes its FP32 partial
 // product once per segment: promoting every K tile cost a third of the mx kernel's time (the
 // tensor cores waited for it), every 4th K tile recovers most of that. Paths that do not promote
 // have a period of 1. A segment's chunks sit in consecutive lanes of the expansion (4 per K tile
@@ -135,6 +139,23 @@ FP4JIT_GEMM_CONSTEXPR bool staged_period_ok(bool promote, int period) {
 // The split-K units (whole segments) of k_tiles K tiles.
 FP4JIT_GEMM_CONSTEXPR int staged_k_units(int k_tiles, int period) {
   return (k_tiles + period - 1) / period;
+}
+
+// mx on the staged path: B's reference is the largest scale code of its whole row (not of each
+// segment), so B's factor is one per row of B, i.e. per column of D, and the epilogue applies it;
+// the promotion multiplies by A's (segment, row) factors alone. A promotion that multiplied by
+// a[row] * b[col] per element (a product and a shared-memory load per element pair besides the
+// FMA) cost the mx kernel 6-8 % of its time (bench/gemm_sm90_notes.md). The price is a window
+// over B's whole row (15 binades, blocks with nonzero codes): a wider row falls back to the fused
+// kernel, as a wider segment always did. Applied apart, each factor must also stay inside
+// 2^+-kSplitFactorExp, so that no partial sum times A's factor leaves FP32's normal range where
+// the product of both factors would not (a partial sum of E4M3 products is at least 2^-18 and at
+// most 2^27 in magnitude): factors outside fall back as well.
+constexpr int kSplitFactorExp = 64;
+
+// CTAs of B's whole-row expansion (mx, staged): one warp per row, 8 rows per CTA of 256 threads.
+FP4JIT_GEMM_CONSTEXPR long long expand_whole_row_ctas(long long rows) {
+  return (rows + 7) / 8;
 }
 
 // Rows one expansion thread covers (with one chunk of each): ms_grad B derives its columns'

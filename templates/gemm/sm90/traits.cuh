@@ -19,6 +19,7 @@ struct GemmTraits {
   static constexpr int kPromoteTiles =
       (kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad) ? 1 : Cfg::kPromoteTiles;
   static constexpr int kAblate = Cfg::kAblate;
+  static constexpr bool kBColFactor = false;  // B's factors are applied at promotion
 
   static constexpr int BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N;
   static constexpr int BLOCK_K = G.block_k;  // elements per K tile
