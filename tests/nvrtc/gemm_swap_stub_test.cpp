@@ -156,10 +156,10 @@ TEST(GemmStubs, StagedMxTakesBsFactorsPerRowOverAllOfK) {
   EXPECT_EQ(nv.b_factor_ld, 0);
   const cuda::GemmPlan ms = cuda::plan_gemm(parse_recipe("msfp4"), GemmOp::wgrad,
                                             {4096, 4096, 8192}, DType::bf16, {"sm_90a", 132});
-  if (ms.staged && ms.b_factor_ld > 0) {
-    EXPECT_FALSE(ms.b_whole_row);
-    EXPECT_EQ(ms.b_factor_rows(), ms.factor_rows);
-  }
+  ASSERT_TRUE(ms.staged && !ms.swap);  // msfp4's gradients: the ms_grad path
+  EXPECT_GT(ms.b_factor_ld, 0);
+  EXPECT_FALSE(ms.b_whole_row);
+  EXPECT_EQ(ms.b_factor_rows(), ms.factor_rows);
   // The swapped kernel's expansion of A keeps the product of both factors at promotion.
   const cuda::GemmPlan sw = cuda::plan_gemm(parse_recipe("mxfp4"), GemmOp::fprop, {100, 4096, 4096},
                                             DType::bf16, {"sm_90a", 132});
