@@ -192,10 +192,12 @@ struct GemmCase {
   bool outliers = false;
   double bound = 1e-4;  // on the relative Frobenius error
   bool wide = false;    // random_matrix's wide rows (row-wise operands: fprop's)
+  int shift = 0;        // A's source times 2^-shift, B's times 2^shift (the product unchanged)
 };
 inline void PrintTo(const GemmCase& c, std::ostream* os) {
   *os << c.recipe << " " << name(c.op) << " " << gemm_shape_text(c.shape) << " " << c.kernel
-      << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "") << (c.wide ? " wide" : "");
+      << (c.stress ? " stress" : "") << (c.outliers ? " outliers" : "") << (c.wide ? " wide" : "")
+      << (c.shift != 0 ? " shift " + std::to_string(c.shift) : "");
 }
 
 struct CaseData {
@@ -216,8 +218,12 @@ inline std::string prepare(Engine& engine, const GemmCase& c, CaseData& s) {
   const GemmRoles roles = gemm_roles(c.op);
   const OperandShape sa = gemm_source_shape(roles.a, c.shape.m, c.shape.k);
   const OperandShape sb = gemm_source_shape(roles.b, c.shape.n, c.shape.k);
-  const Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress, c.outliers, c.wide),
-                      xb = random_matrix(sb.rows, sb.cols, 18, c.stress, c.outliers, c.wide);
+  Matrix<float> xa = random_matrix(sa.rows, sa.cols, 17, c.stress, c.outliers, c.wide),
+                xb = random_matrix(sb.rows, sb.cols, 18, c.stress, c.outliers, c.wide);
+  if (c.shift != 0) {
+    for (float& v : xa.data) v = std::ldexp(v, -c.shift);
+    for (float& v : xb.data) v = std::ldexp(v, c.shift);
+  }
   s.a = quantize_on_gpu(engine, s.recipe, roles.a, xa, 5);
   s.b = quantize_on_gpu(engine, s.recipe, roles.b, xb, 6);
   s.occ = c.op == GemmOp::fprop && s.recipe[roles.a].occ;
@@ -229,7 +235,8 @@ inline std::string case_name(const testing::TestParamInfo<GemmCase>& p) {
   std::string n =
       p.param.recipe + "_" + std::string(name(p.param.op)) + "_" + gemm_shape_text(p.param.shape) +
       (p.param.kernel.empty() ? "" : "_" + p.param.kernel) + (p.param.stress ? "_stress" : "") +
-      (p.param.outliers ? "_outliers" : "") + (p.param.wide ? "_wide" : "");
+      (p.param.outliers ? "_outliers" : "") + (p.param.wide ? "_wide" : "") +
+      (p.param.shift != 0 ? "_shift" + std::to_string(p.param.shift) : "");
   for (char& ch : n)  // a choice's text ("sg=1,bn=192,...") as a test name
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;

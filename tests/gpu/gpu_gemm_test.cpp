@@ -8,7 +8,8 @@
 // (FP4JIT_SM90_GEMM=fused|staged|swap); "stress" cases spread the block scales of a row over more
 // binades than the expansions' window, so the staged or swapped launch must hand the product to
 // the fused kernel; "wide" rows hold each promotion segment inside the window but not a whole row
-// (the staged mx kernel's window for B). Skipped without a GPU.
+// (the staged mx kernel's window for B); "shift" cases scale A down and B up by the same power of
+// two (the staged mx kernel's range for its factors applied apart). Skipped without a GPU.
 #include "tests/gpu/gpu_gemm_common.hpp"
 
 namespace fp4jit::test {
@@ -154,6 +155,16 @@ std::vector<GemmCase> gemm_cases() {
           std::pair{GemmShape{768, 1440, 1440}, ""}, std::pair{GemmShape{2048, 384, 2048}, ""},
           std::pair{GemmShape{256, 1000, 4096}, "swap"}})
       out.push_back({recipe, GemmOp::fprop, shape, kernel, false, false, 1e-4, true});
+  // A's values 2^-s, B's 2^s times their usual size (every GEMM of the recipe; the staged kernel,
+  // and the heuristic's at 256 rows, the swapped one): at s = 40 both factors of the staged mx
+  // kernel lie inside 2^+-64 and it keeps the product; at s = 80 they do not, and the fused kernel
+  // computes it (exactly, as the product of both factors would have).
+  for (const char* recipe : {"mxfp4", "tetrajet"})
+    for (const auto& op : gemm_op_names())
+      for (int shift : {40, 80})
+        for (const auto& [shape, kernel] : {std::pair{GemmShape{1000, 384, 2048}, "staged"},
+                                            std::pair{GemmShape{256, 384, 2048}, ""}})
+          out.push_back({recipe, op.value, shape, kernel, false, false, 1e-4, false, shift});
   return out;
 }
 
