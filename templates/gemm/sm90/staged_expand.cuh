@@ -120,6 +120,55 @@ __device__ __forceinline__ void warp_store_chunks(unsigned char* warp_stage,
   }
 }
 
+// Whether a chunk of 32 packed E2M1 codes holds a nonzero value.
+__device__ __forceinline__ bool codes_nonzero(const uint4& v) {
+  return ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
+}
+
+// The mx factor of reference ref (the largest scale code of the blocks it covers): 2^(ref - 133);
+// NaN where a block's scale is NaN, 1 where no block has nonzero codes (ref < 0).
+__device__ __forceinline__ int mx_factor_exp(int ref) {
+  return ref - 127 - kLutMaxShift + kLutBias;
+}
+__device__ __forceinline__ float mx_factor(int ref, bool any_nan) {
+  return any_nan ? __uint_as_float(0x7FC00000u) : ref < 0 ? 1.0f : pow2f(mx_factor_exp(ref));
+}
+// Whether an mx factor applied apart from the other operand's stays inside 2^+-kSplitFactorExp.
+__device__ __forceinline__ bool split_factor_ok(int ref) {
+  const int x = mx_factor_exp(ref);
+  return ref < 0 || (x >= -kSplitFactorExp && x <= kSplitFactorExp);
+}
+
+// The E4M3 bytes of one mx chunk (codes v, block scale code e; nan: e is NaN's code, nonzero:
+// codes_nonzero(v)) against reference ref: NaN for a NaN scale, zero for all-zero codes, and below
+// the window zero with the launch's mark written. kFragOrder: the swapped kernel's order
+// (ExpandConfigBase).
+template <bool kFragOrder>
+__device__ __forceinline__ void mx_expand_chunk(const uint4& v, int e, bool nan, bool nonzero,
+                                                int ref, const gemm::ExpandParams& p,
+                                                unsigned (&o)[8]) {
+  int shift = kLutZero;
+  if (nan) {
+    shift = kLutNan;
+  } else if (nonzero) {
+    shift = e - ref + kLutMaxShift;
+    if (shift < 0) {
+      *p.flag = p.flag_mark;
+      shift = kLutZero;
+    }
+  }
+  unsigned lut_lo, lut_hi;
+  e4m3_lut(shift, lut_lo, lut_hi);
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kFragOrder)
+      e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[i], o[4 + i]);
+    else
+      e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+  }
+}
+
 // ms_grad B: E2M1 times a power-of-two scale per K column. The columns' shifts depend on the
 // column alone, so a thread takes one chunk of kRowsPerThread rows: it derives its 32 columns'
 // FP16 multipliers (relative to the segment's largest scale) once and applies them to every row.
@@ -181,7 +230,7 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
       v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
                                           16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
-    if (outside && ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u) *p.flag = p.flag_mark;
+    if (outside && codes_nonzero(v)) *p.flag = p.flag_mark;
     unsigned o[16];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -196,13 +245,6 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
       p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
     warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, active, p);
   }
-}
-
-// Whether an mx factor 2^(ref - 133) applied apart from the other operand's stays inside
-// 2^+-kSplitFactorExp (ref < 0: no nonzero block, factor 1).
-__device__ __forceinline__ bool split_factor_ok(int ref) {
-  const int x = ref - 127 - kLutMaxShift + kLutBias;
-  return ref < 0 || (x >= -kSplitFactorExp && x <= kSplitFactorExp);
 }
 
 // mx B of the staged kernel (Cfg::kSplitFactors): one warp per row (8 rows per CTA), the row's
@@ -235,9 +277,6 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
   const int chunks = p.K / 32;
   const unsigned char* codes = p.codes + static_cast<long long>(row) * p.code_ld;
   const unsigned char* scale = p.scale + static_cast<long long>(row) * p.scale_ld;
-  const auto nonzero = [](const uint4& x) {
-    return ((x.x | x.y | x.z | x.w) & 0x77777777u) != 0u;
-  };
   uint4 v[kRowBatch];
   int e[kRowBatch];
   int top = -1, nan = 0;
@@ -247,7 +286,7 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
     for (int j = 0; j < kRowBatch; ++j) {  // past the row: zero codes, no part in ref
       if (e[j] == 0xFF)
         nan = 1;
-      else if (nonzero(v[j]))
+      else if (codes_nonzero(v[j]))
         top = max(top, e[j]);
     }
   }
@@ -255,32 +294,17 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
   const bool any_nan = tile_max<32>(nan) != 0;
   if (lane == 0) {
     if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
-    p.factor[row] = any_nan   ? __uint_as_float(0x7FC00000u)
-                    : ref < 0 ? 1.0f
-                              : pow2f(ref - 127 - kLutMaxShift + kLutBias);
+    p.factor[row] = mx_factor(ref, any_nan);
   }
-  const bool one_batch = chunks <= 32 * kRowBatch;  // v and e still hold the whole row
+  const bool one_batch = chunks <= 32 * kRowBatch;       // v and e still hold the whole row
   for (int c0 = 0; c0 < chunks; c0 += 32 * kRowBatch) {  // the same trips in every lane (shuffles)
     if (!one_batch) row_batch_load(codes, scale, c0, chunks, v, e);
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {
       const int c = c0 + 32 * j + lane;
-      int shift = kLutZero;
-      if (e[j] == 0xFF) {
-        shift = kLutNan;
-      } else if (nonzero(v[j])) {  // only chunks inside the row hold nonzero codes
-        shift = e[j] - ref + kLutMaxShift;
-        if (shift < 0) {
-          *p.flag = p.flag_mark;
-          shift = kLutZero;
-        }
-      }
-      unsigned lut_lo, lut_hi;
-      e4m3_lut(shift, lut_lo, lut_hi);
-      const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
       unsigned o[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
+      // Past the row: zero codes and scale.
+      mx_expand_chunk<false>(v[j], e[j], e[j] == 0xFF, codes_nonzero(v[j]), ref, p, o);
       warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, c < chunks, p);
     }
   }
@@ -369,7 +393,7 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
       v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
                                           16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
-    const bool nonzero = ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
+    const bool nonzero = codes_nonzero(v);  // only active lanes hold nonzero codes
     const int seg = c / T::kSegChunks;
 
     if constexpr (T::kKind == ScaleKind::ms) {
@@ -381,30 +405,9 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
       const bool nan = active && e == 0xFF;
       const int ref = tile_max<T::kSegChunks>(active && nonzero && !nan ? e : -1);
       const int any_nan = tile_max<T::kSegChunks>(nan ? 1 : 0);
-      int shift = kLutZero;
-      if (nan) {
-        shift = kLutNan;
-      } else if (nonzero) {  // only active lanes hold nonzero codes
-        shift = e - ref + kLutMaxShift;
-        if (shift < 0) {
-          *p.flag = p.flag_mark;
-          shift = kLutZero;
-        }
-      }
-      unsigned lut_lo, lut_hi;
-      e4m3_lut(shift, lut_lo, lut_hi);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if constexpr (Cfg::kFragOrder)
-          e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[i], o[4 + i]);
-        else
-          e2m1x8_to_e4m3_lut(w[i], lut_lo, lut_hi, o[2 * i], o[2 * i + 1]);
-      }
+      mx_expand_chunk<Cfg::kFragOrder>(v, e, nan, nonzero, ref, p, o);
       if (active && c % T::kSegChunks == 0) {
-        const float f = any_nan   ? __uint_as_float(0x7FC00000u)
-                        : ref < 0 ? 1.0f
-                                  : pow2f(ref - 127 - kLutMaxShift + kLutBias);
-        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = f;
+        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = mx_factor(ref, any_nan != 0);
         if constexpr (Cfg::kSplitFactors)
           if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
       }

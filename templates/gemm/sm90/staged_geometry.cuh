@@ -10,14 +10,14 @@
 namespace fp4jit::sm90 {
 
 struct StagedGeometry {
-  bool fp8;        // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
-  bool promote;    // promotion per segment with factors (mx, ms_grad)
-  bool a_factor;   // per-(segment, row) factors of A (mx)
-  bool b_factor;   // per-segment factors of B, applied at promotion (ms_grad)
+  bool fp8;           // E4M3 operands (QGMMA), else FP16 / BF16 (HGMMA)
+  bool promote;       // promotion per segment with factors (mx, ms_grad)
+  bool a_factor;      // per-(segment, row) factors of A (mx)
+  bool b_factor;      // per-segment factors of B, applied at promotion (ms_grad)
   bool b_col_factor;  // one factor per row of B over all of K, applied per column of D in the
                       // epilogue (mx: promotion then scales by A's row factors alone)
-  int block_k;     // elements per K tile
-  int elem_bytes;  // bytes per expanded element
+  int block_k;        // elements per K tile
+  int elem_bytes;     // bytes per expanded element
   int a_bytes, b_bytes, stage_bytes;
   int a_factor_bytes, b_factor_bytes, factor_stage_bytes;
   int epi_bytes;  // the TMA-store epilogue's tile of D (0: D stored from registers)

@@ -11,11 +11,12 @@ template <class Cfg>
 struct GemmTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
   static constexpr GemmGeometry G =
-      gemm_geometry(kKind, Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::kPackedStages, Cfg::kExpandedStages, Cfg::kTransformWGs);
+      gemm_geometry(kKind, Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::kPackedStages, Cfg::kExpandedStages,
+                    Cfg::kTransformWGs);
   static constexpr bool kFp8 = G.fp8;
   static constexpr bool kBF16 = kKind == ScaleKind::nv && Cfg::kScaleCode != ScaleCode::ue4m3;
-  static constexpr bool kPromote =
-      kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad || (kKind == ScaleKind::ms && Cfg::kPromoteTiles > 0);
+  static constexpr bool kPromote = kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad ||
+                                   (kKind == ScaleKind::ms && Cfg::kPromoteTiles > 0);
   static constexpr int kPromoteTiles =
       (kKind == ScaleKind::mx || kKind == ScaleKind::ms_grad) ? 1 : Cfg::kPromoteTiles;
   static constexpr int kAblate = Cfg::kAblate;
@@ -25,10 +26,11 @@ struct GemmTraits {
   static constexpr int BLOCK_K = G.block_k;  // elements per K tile
   static constexpr int kScaleBlock = kFp8 ? 32 : 16;
   static constexpr int kBlocksPerTile = BLOCK_K / kScaleBlock;  // 4
-  static constexpr int kPackedRow = G.packed_row_b;             // bytes of a packed E2M1 row (B; A too but ms_grad)
-  static constexpr int kPackedRowA = G.packed_row_a;            // bytes of an A row per K tile
-  static constexpr int kSteps = 4;                              // wgmma K steps per tile
-  static constexpr int kAccum = BLOCK_N / 2;                    // FP32 accumulators per thread
+  static constexpr int kPackedRow =
+      G.packed_row_b;  // bytes of a packed E2M1 row (B; A too but ms_grad)
+  static constexpr int kPackedRowA = G.packed_row_a;  // bytes of an A row per K tile
+  static constexpr int kSteps = 4;                    // wgmma K steps per tile
+  static constexpr int kAccum = BLOCK_N / 2;          // FP32 accumulators per thread
 
   static constexpr int kPackedStages = Cfg::kPackedStages, kExpStages = Cfg::kExpandedStages;
   static constexpr int kTransformWGs = Cfg::kTransformWGs;
@@ -62,16 +64,20 @@ struct GemmTraits {
   static constexpr unsigned kExpEmptyArrivals = 8;
 
   static_assert(BLOCK_M == 128, "BLOCK_M is two consumer warpgroups of 64 rows");
-  static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "BLOCK_N: 64, 128, 192 or 256");
-  static_assert(!kPromote || BLOCK_N <= 128, "promotion keeps two accumulator sets: BLOCK_N <= 128");
+  static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
+                "BLOCK_N: 64, 128, 192 or 256");
+  static_assert(!kPromote || BLOCK_N <= 128,
+                "promotion keeps two accumulator sets: BLOCK_N <= 128");
   static_assert(kKind == ScaleKind::ms || Cfg::kPromoteTiles == 0 || Cfg::kPromoteTiles == 1,
                 "mx and ms_grad promote every K tile");
   static_assert(kKind == ScaleKind::nv || (Cfg::kABlockRows == 1 && Cfg::kBBlockRows == 1),
                 "block rows apply to nv scales only");
   static_assert(Cfg::kABlockRows == 1 || Cfg::kABlockRows == 16, "A block rows: 1 or 16");
   static_assert(Cfg::kBBlockRows == 1 || Cfg::kBBlockRows == 16, "B block rows: 1 or 16");
-  static_assert(kExpStages >= 2 && kPackedStages >= 2 && kPackedStages <= 16, "stages out of range");
-  static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1, "TMA multicast clusters: not implemented");
+  static_assert(kExpStages >= 2 && kPackedStages >= 2 && kPackedStages <= 16,
+                "stages out of range");
+  static_assert(Cfg::kClusterM == 1 && Cfg::kClusterN == 1,
+                "TMA multicast clusters: not implemented");
   static_assert(Cfg::kRasterGroup >= 1, "raster group");
   static_assert(kTransformWGs == 1 || kTransformWGs == 2, "one or two transform warpgroups");
   // The CTA starts with kLaunchRegs per thread (65536 / 384, rounded down to 8); setmaxnreg.inc
@@ -82,9 +88,11 @@ struct GemmTraits {
   static_assert(!kSetMaxNReg ||
                     (Cfg::kTransformRegs % 8 == 0 && Cfg::kConsumerRegs % 8 == 0 &&
                      Cfg::kTransformRegs <= kLaunchRegs && Cfg::kConsumerRegs >= kLaunchRegs &&
-                     kTransformThreads * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <= kThreads * kLaunchRegs),
+                     kTransformThreads * Cfg::kTransformRegs + 256 * Cfg::kConsumerRegs <=
+                         kThreads * kLaunchRegs),
                 "register split exceeds the registers the CTA is launched with");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages or a smaller tile");
+  static_assert(kSmemBytes <= 227 * 1024,
+                "shared memory exceeds 227 KB: fewer stages or a smaller tile");
 
   using MmaFp8 = WgmmaRS_e4m3<BLOCK_N>;
   using MmaF16 = WgmmaRS_f16<BLOCK_N>;
