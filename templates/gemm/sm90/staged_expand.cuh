@@ -248,26 +248,12 @@ __device__ __forceinline__ void expand_ms_grad_b(const gemm::ExpandParams& p,
 }
 
 // mx B of the staged kernel (Cfg::kSplitFactors): one warp per row (8 rows per CTA), the row's
-// reference the largest scale code over all of K among blocks with nonzero codes. A lane takes
-// chunks lane, lane + 32, ... in batches of kRowBatch whose loads are all issued before their
-// first use; the row's codes are read for the reference, then (unless one batch holds the whole
-// row, K <= 4096) again from L1 / L2 to expand them.
+// reference the largest scale code over all of K among blocks with nonzero codes. The row's
+// codes are read twice: for the reference (kRowBatch chunks a lane in flight, only whether they
+// are nonzero kept), then one chunk a lane at a time (from L1 / L2) to expand them, so that the
+// path needs no more registers than A's (the pair launch takes the larger count of its two
+// operands, and A's memory-bound expansion is paced by how many of its CTAs an SM holds).
 constexpr int kRowBatch = 4;
-__device__ __forceinline__ void row_batch_load(const unsigned char* codes,
-                                               const unsigned char* scale, int c0, int chunks,
-                                               uint4 (&v)[kRowBatch], int (&e)[kRowBatch]) {
-  const int lane = static_cast<int>(threadIdx.x & 31u);
-#pragma unroll
-  for (int j = 0; j < kRowBatch; ++j) {
-    const int c = c0 + 32 * j + lane;
-    v[j] = make_uint4(0u, 0u, 0u, 0u);
-    e[j] = 0;
-    if (c < chunks) {
-      v[j] = *reinterpret_cast<const uint4*>(codes + 16ll * c);
-      e[j] = scale[c];
-    }
-  }
-}
 template <class T>
 __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
                                               unsigned char* warp_stage, int cta) {
@@ -277,16 +263,25 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
   const int chunks = p.K / 32;
   const unsigned char* codes = p.codes + static_cast<long long>(row) * p.code_ld;
   const unsigned char* scale = p.scale + static_cast<long long>(row) * p.scale_ld;
-  uint4 v[kRowBatch];
-  int e[kRowBatch];
   int top = -1, nan = 0;
   for (int c0 = 0; c0 < chunks; c0 += 32 * kRowBatch) {
-    row_batch_load(codes, scale, c0, chunks, v, e);
+    bool any[kRowBatch];
+    int e[kRowBatch];
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {  // past the row: zero codes, no part in ref
+      const int c = c0 + 32 * j + lane;
+      any[j] = false;
+      e[j] = 0;
+      if (c < chunks) {
+        any[j] = codes_nonzero(*reinterpret_cast<const uint4*>(codes + 16ll * c));
+        e[j] = scale[c];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {
       if (e[j] == 0xFF)
         nan = 1;
-      else if (codes_nonzero(v[j]))
+      else if (any[j])
         top = max(top, e[j]);
     }
   }
@@ -296,17 +291,18 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
     if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
     p.factor[row] = mx_factor(ref, any_nan);
   }
-  const bool one_batch = chunks <= 32 * kRowBatch;       // v and e still hold the whole row
-  for (int c0 = 0; c0 < chunks; c0 += 32 * kRowBatch) {  // the same trips in every lane (shuffles)
-    if (!one_batch) row_batch_load(codes, scale, c0, chunks, v, e);
-#pragma unroll
-    for (int j = 0; j < kRowBatch; ++j) {
-      const int c = c0 + 32 * j + lane;
-      unsigned o[8];
-      // Past the row: zero codes and scale.
-      mx_expand_chunk<false>(v[j], e[j], e[j] == 0xFF, codes_nonzero(v[j]), ref, p, o);
-      warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, c < chunks, p);
+#pragma unroll 1
+  for (int c0 = 0; c0 < chunks; c0 += 32) {  // the same trips in every lane (shuffles)
+    const int c = c0 + lane;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    int e = 0;  // past the row: zero codes and scale
+    if (c < chunks) {
+      v = *reinterpret_cast<const uint4*>(codes + 16ll * c);
+      e = scale[c];
     }
+    unsigned o[8];
+    mx_expand_chunk<false>(v, e, e == 0xFF, codes_nonzero(v), ref, p, o);
+    warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, c < chunks, p);
   }
 }
 
@@ -468,7 +464,7 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
 // shuffles are those of the single-operand kernel. One launch instead of two, and the second
 // operand's CTAs fill the SMs while the first one's last ones finish.
 template <class Cfg>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 8)
     expand_pair_kernel(const gemm::ExpandParams a, const gemm::ExpandParams b, int a_ctas) {
   using CfgA = typename Cfg::A;
   using CfgB = typename Cfg::B;
