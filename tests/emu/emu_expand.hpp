@@ -90,10 +90,8 @@ std::pair<gemm::ExpandParams, unsigned> prepare(Operand& op) {
   p.flag_mark = kMark;
   if (C::kKind == ScaleKind::mx && C::kSplitFactors && C::kOperandB)
     return {p, static_cast<unsigned>(g::expand_whole_row_ctas(op.rows))};
-  const int per_thread = g::expand_rows_per_thread(C::kKind, C::kOperandB);
-  const long long threads = static_cast<long long>((op.rows + per_thread - 1) / per_thread) *
-                            g::expand_chunks_pad(T::kFp8, op.k, C::kPeriod);
-  return {p, static_cast<unsigned>((threads + 255) / 256)};
+  return {p, static_cast<unsigned>(
+                 g::expand_grid_ctas(C::kKind, C::kOperandB, op.rows, op.k, C::kPeriod))};
 }
 
 inline void check_guard(const Operand& op) {

@@ -26,10 +26,11 @@
 //
 // One thread per 32-element chunk (16 packed bytes): threads of one segment sit in consecutive
 // lanes (4 per K tile on the FP8 path, 2 on the 16-bit path) and share the segment's reference
-// through shuffles (ms_grad B: one chunk of 8 rows per thread, expand_rows_per_thread). 256
-// threads per CTA; grid = ceil(row_groups * chunks_pad / 256), chunks_pad = K / 32
-// rounded up to a whole segment (expand_chunks_pad). mx B with kSplitFactors: one warp per row,
-// grid = expand_whole_row_ctas(rows).
+// through shuffles (ms_grad B: one chunk of 8 rows per thread, expand_rows_per_thread; mx: two
+// chunks per thread, expand_units_per_thread). 256 threads per CTA; grid = expand_grid_ctas:
+// ceil(row_groups * chunks_pad / (256 * units)), chunks_pad = K / 32 rounded up to a whole
+// segment (expand_chunks_pad). mx B with kSplitFactors: one warp per row, grid =
+// expand_whole_row_ctas(rows).
 #pragma once
 #include "gemm/params.cuh"
 #include "gemm/sm90/config.cuh"
@@ -330,6 +331,51 @@ __device__ __forceinline__ void check_scale_window(const gemm::ExpandParams& p, 
   if (hi >= 0 && hi - lo > kLutMaxShift) *p.flag = p.flag_mark;
 }
 
+// mx (but B's whole-row expansion): each thread takes expand_units_per_thread chunks, units t
+// and t + 256 of the CTA's 512 (t its thread index), both loads issued first; each unit as one
+// chunk per thread would be (the segment's lanes share its reference through shuffles).
+template <class Cfg>
+__device__ __forceinline__ void expand_mx_units(const gemm::ExpandParams& p, int cta,
+                                                unsigned char* warp_stage) {
+  using T = ExpandTraits<Cfg>;
+  constexpr int kUnits = expand_units_per_thread(ScaleKind::mx);
+  const int chunks = p.K / 32;
+  const int chunks_pad = expand_chunks_pad(true, p.K, T::kPeriod);
+  int row[kUnits], c[kUnits], e[kUnits];
+  bool active[kUnits];
+  uint4 v[kUnits];
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    const long long t = (static_cast<long long>(cta) * kUnits + u) * T::kThreads + threadIdx.x;
+    row[u] = static_cast<int>(t / chunks_pad);
+    c[u] = static_cast<int>(t - static_cast<long long>(row[u]) * chunks_pad);
+    active[u] = row[u] < p.rows && c[u] < chunks;
+    v[u] = make_uint4(0u, 0u, 0u, 0u);
+    e[u] = 0;
+    if (active[u]) {
+      v[u] = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row[u]) * p.code_ld +
+                                             16ll * c[u]);
+      e[u] = p.scale[static_cast<long long>(row[u]) * p.scale_ld + c[u]];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    const bool nonzero = codes_nonzero(v[u]);  // only active lanes hold nonzero codes
+    const bool nan = active[u] && e[u] == 0xFF;
+    const int ref = tile_max<T::kSegChunks>(active[u] && nonzero && !nan ? e[u] : -1);
+    const int any_nan = tile_max<T::kSegChunks>(nan ? 1 : 0);
+    unsigned o[8];
+    mx_expand_chunk<Cfg::kFragOrder>(v[u], e[u], nan, nonzero, ref, p, o);
+    if (active[u] && c[u] % T::kSegChunks == 0) {
+      p.factor[static_cast<long long>(c[u] / T::kSegChunks) * p.factor_ld + row[u]] =
+          mx_factor(ref, any_nan != 0);
+      if constexpr (Cfg::kSplitFactors)
+        if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
+    }
+    warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row[u], c[u], active[u], p);
+  }
+}
+
 // CTA `cta` of an operand's expansion (its index among that operand's CTAs), with the CTA's
 // shared memory: nv_table (256 entries) and warp_stage (kThreads * kOutChunkBytes bytes, 16-byte
 // aligned).
@@ -347,6 +393,8 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
       expand_mx_row<T>(p, warp_stage, cta);
       return;
     }
+    expand_mx_units<Cfg>(p, cta, warp_stage);
+    return;
   }
   if constexpr (T::kKind == ScaleKind::nv) {
     nv_table[threadIdx.x] = nv_decode_bits<T::kBF16>(Cfg::kScaleCode, threadIdx.x);
@@ -389,24 +437,9 @@ __device__ __forceinline__ void expand_cta(const gemm::ExpandParams& p, int cta,
       v = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row) * p.code_ld +
                                           16ll * c);
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
-    const bool nonzero = codes_nonzero(v);  // only active lanes hold nonzero codes
-    const int seg = c / T::kSegChunks;
-
     if constexpr (T::kKind == ScaleKind::ms) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) e2m1x8_to_e4m3_eo(w[i], o[2 * i], o[2 * i + 1]);
-    } else if constexpr (T::kKind == ScaleKind::mx) {
-      const int e =
-          active ? static_cast<int>(p.scale[static_cast<long long>(row) * p.scale_ld + c]) : 0;
-      const bool nan = active && e == 0xFF;
-      const int ref = tile_max<T::kSegChunks>(active && nonzero && !nan ? e : -1);
-      const int any_nan = tile_max<T::kSegChunks>(nan ? 1 : 0);
-      mx_expand_chunk<Cfg::kFragOrder>(v, e, nan, nonzero, ref, p, o);
-      if (active && c % T::kSegChunks == 0) {
-        p.factor[static_cast<long long>(seg) * p.factor_ld + row] = mx_factor(ref, any_nan != 0);
-        if constexpr (Cfg::kSplitFactors)
-          if (!any_nan && !split_factor_ok(ref)) *p.flag = p.flag_mark;
-      }
     } else if constexpr (T::kKind == ScaleKind::nv) {
       const long long srow = static_cast<long long>(row / Cfg::kBlockRows) * p.scale_ld;
 #pragma unroll

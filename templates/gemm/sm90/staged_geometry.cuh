@@ -172,6 +172,23 @@ FP4JIT_GEMM_CONSTEXPR int expand_chunks_pad(bool fp8, int k, int period) {
   return (chunks + per_segment - 1) / per_segment * per_segment;
 }
 
+// 32-element chunks one expansion thread takes (mx: two, at t and t + 256 of its CTA's 512, both
+// loads issued before either is used, so that an SM has twice the bytes in flight in this
+// memory-bound pass; else one).
+FP4JIT_GEMM_CONSTEXPR int expand_units_per_thread(ScaleKind kind) {
+  return kind == ScaleKind::mx ? 2 : 1;
+}
+
+// CTAs of 256 threads of an expansion other than B's whole-row one (expand_whole_row_ctas).
+FP4JIT_GEMM_CONSTEXPR long long expand_grid_ctas(ScaleKind kind, bool operand_b, long long rows,
+                                                 int k, int period) {
+  const bool fp8 = kind == ScaleKind::ms || kind == ScaleKind::mx;
+  const int per_thread = expand_rows_per_thread(kind, operand_b);
+  const long long threads = (rows + per_thread - 1) / per_thread * expand_chunks_pad(fp8, k, period);
+  const long long per_cta = 256ll * expand_units_per_thread(kind);
+  return (threads + per_cta - 1) / per_cta;
+}
+
 // Rows of the factor arrays (factor_ld): every tile's slice [n0, n0 + BLOCK_N) stays inside.
 FP4JIT_GEMM_CONSTEXPR int staged_factor_ld(int rows) {
   return (rows + 255) / 256 * 256 + 256;
