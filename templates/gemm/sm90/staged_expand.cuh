@@ -498,7 +498,7 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
 // operand's CTAs fill the SMs while the first one's last ones finish. Six CTAs per SM: 40
 // registers (the launch takes the larger count of its two operands'); capped for eight, ptxas
 // holds the mx path's two chunks in 32 registers with 32 bytes of spill, and the expansion ran
-// 1.05x slower (bench/gemm_sm90_notes.md).
+// 1.03-1.11x slower (bench/gemm_sm90_notes.md).
 template <class Cfg>
 __global__ void __launch_bounds__(256, 6)
     expand_pair_kernel(const gemm::ExpandParams a, const gemm::ExpandParams b, int a_ctas) {
