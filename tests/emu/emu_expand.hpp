@@ -177,7 +177,9 @@ inline Operand mx_operand(int rows, int k, int spread, std::mt19937& rng) {
 }
 
 // kP: the period (factor per segment of kP K tiles); 0: one factor per row (whole-row B).
-template <int kP>
+// kFrag: the swapped kernel's order inside each 32-element chunk (ExpandConfigBase::kFragOrder:
+// word q holds elements 8q..8q+3 for q < 4, 8(q-4)+4..8(q-4)+7 for q >= 4).
+template <int kP, bool kFrag = false>
 void check_mx(const Operand& op) {
   const int seg_k = kP > 0 ? 128 * kP : op.k;
   for (int r = 0; r < op.rows; ++r)
@@ -185,8 +187,11 @@ void check_mx(const Operand& op) {
       const int e = op.scale[static_cast<std::size_t>(r) * (op.k / 32) + j / 32];
       const float f = op.factor[static_cast<std::size_t>(j / seg_k) * op.factor_ld + r];
       const double want = nx::e2m1_decode(op.code(r, j)) * std::ldexp(1.0, e - 127);
+      const int l = j % 32;
+      const int pos =
+          kFrag ? j - l + (l % 8 < 4 ? 4 * (l / 8) + l % 8 : 16 + 4 * (l / 8) + l % 8 - 4) : j;
       const double got =
-          static_cast<double>(e4m3(op.out[static_cast<std::size_t>(r) * op.k + j])) * f;
+          static_cast<double>(e4m3(op.out[static_cast<std::size_t>(r) * op.k + pos])) * f;
       ASSERT_EQ(got, want) << "row " << r << " col " << j << " scale " << e;
     }
 }

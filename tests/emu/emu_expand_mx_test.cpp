@@ -33,6 +33,18 @@ TEST(EmuExpand, MxEveryValueTimesItsSegmentFactorIsExact) {
   }
 }
 
+// A of the swapped kernel (period 2, its fragment order), two chunks per thread like every mx
+// expansion but B's whole-row one: rows ending inside a CTA's second 256 chunks.
+TEST(EmuExpand, MxInTheSwappedKernelsFragmentOrder) {
+  std::mt19937 rng(18);
+  for (auto [rows, k] : {std::pair{3, 2048}, std::pair{129, 1440}, std::pair{8, 4096}}) {
+    Operand a = mx_operand(rows, k, 14, rng);
+    expand<Cfg<ScaleKind::mx, false, 2, ScaleCode::ue4m3, 1, true>>(a);
+    EXPECT_EQ(a.flag, 0u);
+    check_mx<2, true>(a);
+  }
+}
+
 TEST(EmuExpand, MxScaleBelowTheSegmentWindowSetsTheFlag) {
   std::mt19937 rng(12);
   Operand a = mx_operand(40, 1024, 14, rng);
