@@ -496,9 +496,9 @@ __global__ void __launch_bounds__(256) expand_kernel(const gemm::ExpandParams p)
 // kSplitFactors), whose longer CTAs go first. A CTA is all of one operand, so its barriers and
 // shuffles are those of the single-operand kernel. One launch instead of two, and the second
 // operand's CTAs fill the SMs while the first one's last ones finish. Six CTAs per SM: 40
-// registers (the launch takes the larger count of its two operands'); capped for eight, ptxas
-// holds the mx path's two chunks in 32 registers with 32 bytes of spill, and the expansion ran
-// 1.03-1.11x slower (bench/gemm_sm90_notes.md).
+// registers and 4 bytes of spill, once per thread (the launch takes the larger count of its two
+// operands'); capped for eight, ptxas holds the mx path's two chunks in 32 registers with 32 bytes
+// of spill, and the expansion ran 1.03-1.11x slower (bench/gemm_sm90_notes.md).
 template <class Cfg>
 __global__ void __launch_bounds__(256, 6)
     expand_pair_kernel(const gemm::ExpandParams a, const gemm::ExpandParams b, int a_ctas) {
