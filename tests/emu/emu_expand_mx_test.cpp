@@ -34,10 +34,12 @@ TEST(EmuExpand, MxEveryValueTimesItsSegmentFactorIsExact) {
 }
 
 // A of the swapped kernel (period 2, its fragment order), two chunks per thread like every mx
-// expansion but B's whole-row one: rows ending inside a CTA's second 256 chunks.
+// expansion but B's whole-row one (units t and t + 256 of a CTA's 512): the last CTA's chunks
+// ending inside its second 256 (3 x 4096: 384 chunks), inside its first (129 x 1440, K ending
+// inside a segment: 6192 chunks, 48 in the last CTA) and at its end (8 x 2048: 512).
 TEST(EmuExpand, MxInTheSwappedKernelsFragmentOrder) {
   std::mt19937 rng(18);
-  for (auto [rows, k] : {std::pair{3, 2048}, std::pair{129, 1440}, std::pair{8, 4096}}) {
+  for (auto [rows, k] : {std::pair{3, 4096}, std::pair{129, 1440}, std::pair{8, 2048}}) {
     Operand a = mx_operand(rows, k, 14, rng);
     expand<Cfg<ScaleKind::mx, false, 2, ScaleCode::ue4m3, 1, true>>(a);
     EXPECT_EQ(a.flag, 0u);
