@@ -358,11 +358,9 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
       e.flag = flag;
       e.flag_mark = mark;
       std::int64_t ctas =
-          operand_b && plan.b_whole_row
-              ? sm90::expand_whole_row_ctas(rows)
-              : sm90::expand_grid_ctas(
-                    static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)), operand_b, rows,
-                    static_cast<int>(shape.k), codegen::sm90_expand_period(plan.spec, plan.period));
+          sm90::expand_grid_ctas(static_cast<sm90::ScaleKind>(static_cast<int>(plan.spec.path)),
+                                 operand_b, plan.b_whole_row, rows, static_cast<int>(shape.k),
+                                 codegen::sm90_expand_period(plan.spec, plan.period));
       if (plan.swap && plan.spec.path == codegen::GemmPath::mx) {
         // The same launch checks B's scale codes per (row, segment) (staged_expand.cuh).
         const std::int64_t segment_blocks = 4 * plan.period;

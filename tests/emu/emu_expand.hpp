@@ -88,10 +88,8 @@ std::pair<gemm::ExpandParams, unsigned> prepare(Operand& op) {
   p.factor_ld = op.factor_ld;
   p.flag = &op.flag;
   p.flag_mark = kMark;
-  if (C::kKind == ScaleKind::mx && C::kSplitFactors && C::kOperandB)
-    return {p, static_cast<unsigned>(g::expand_whole_row_ctas(op.rows))};
-  return {p, static_cast<unsigned>(
-                 g::expand_grid_ctas(C::kKind, C::kOperandB, op.rows, op.k, C::kPeriod))};
+  return {p, static_cast<unsigned>(g::expand_grid_ctas(C::kKind, C::kOperandB, C::kSplitFactors,
+                                                       op.rows, op.k, C::kPeriod))};
 }
 
 inline void check_guard(const Operand& op) {

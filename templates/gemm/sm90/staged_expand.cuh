@@ -64,8 +64,6 @@ struct ExpandTraits {
   static constexpr int kTileChunks =
       kFp8 ? 4 : 2;  // 32-element chunks per K tile (128 bytes expanded)
   static constexpr int kOutChunkBytes = kFp8 ? 32 : 64;
-  static constexpr bool kFactor =
-      kKind == ScaleKind::mx || (kKind == ScaleKind::ms_grad && Cfg::kOperandB);
   static constexpr int kPeriod = Cfg::kPeriod;
   static constexpr int kSegChunks = kTileChunks * kPeriod;  // lanes sharing one reference
   static constexpr int kRowsPerThread = expand_rows_per_thread(kKind, Cfg::kOperandB);
@@ -124,6 +122,19 @@ __device__ __forceinline__ void warp_store_chunks(unsigned char* warp_stage,
 // Whether a chunk of 32 packed E2M1 codes holds a nonzero value.
 __device__ __forceinline__ bool codes_nonzero(const uint4& v) {
   return ((v.x | v.y | v.z | v.w) & 0x77777777u) != 0u;
+}
+
+// Chunk c of a row's packed codes and its block's scale code (mx), where `in`; else zero codes and
+// scale (no nonzero codes: no part in a reference, nothing stored).
+__device__ __forceinline__ void load_mx_chunk(const unsigned char* codes,
+                                              const unsigned char* scale, int c, bool in, uint4& v,
+                                              int& e) {
+  v = make_uint4(0u, 0u, 0u, 0u);
+  e = 0;
+  if (in) {
+    v = *reinterpret_cast<const uint4*>(codes + 16ll * c);
+    e = scale[c];
+  }
 }
 
 // The mx factor of reference ref (the largest scale code of the blocks it covers): 2^(ref - 133);
@@ -271,7 +282,7 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {  // past the row: zero codes, no part in ref
       const int c = c0 + 32 * j + lane;
-      any[j] = false;
+      any[j] = false;  // only whether the codes are nonzero is kept (registers)
       e[j] = 0;
       if (c < chunks) {
         any[j] = codes_nonzero(*reinterpret_cast<const uint4*>(codes + 16ll * c));
@@ -295,12 +306,9 @@ __device__ __forceinline__ void expand_mx_row(const gemm::ExpandParams& p,
 #pragma unroll 1
   for (int c0 = 0; c0 < chunks; c0 += 32) {  // the same trips in every lane (shuffles)
     const int c = c0 + lane;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    int e = 0;  // past the row: zero codes and scale
-    if (c < chunks) {
-      v = *reinterpret_cast<const uint4*>(codes + 16ll * c);
-      e = scale[c];
-    }
+    uint4 v;
+    int e;
+    load_mx_chunk(codes, scale, c, c < chunks, v, e);
     unsigned o[8];
     mx_expand_chunk<false>(v, e, e == 0xFF, codes_nonzero(v), ref, p, o);
     warp_store_chunks<T::kOutChunkBytes>(warp_stage, o, row, c, c < chunks, p);
@@ -350,13 +358,9 @@ __device__ __forceinline__ void expand_mx_units(const gemm::ExpandParams& p, int
     row[u] = static_cast<int>(t / chunks_pad);
     c[u] = static_cast<int>(t - static_cast<long long>(row[u]) * chunks_pad);
     active[u] = row[u] < p.rows && c[u] < chunks;
-    v[u] = make_uint4(0u, 0u, 0u, 0u);
-    e[u] = 0;
-    if (active[u]) {
-      v[u] = *reinterpret_cast<const uint4*>(p.codes + static_cast<long long>(row[u]) * p.code_ld +
-                                             16ll * c[u]);
-      e[u] = p.scale[static_cast<long long>(row[u]) * p.scale_ld + c[u]];
-    }
+    load_mx_chunk(p.codes + static_cast<long long>(row[u]) * p.code_ld,
+                  p.scale + static_cast<long long>(row[u]) * p.scale_ld, c[u], active[u], v[u],
+                  e[u]);
   }
 #pragma unroll
   for (int u = 0; u < kUnits; ++u) {

@@ -180,9 +180,11 @@ FP4JIT_GEMM_CONSTEXPR int expand_units_per_thread(ScaleKind kind) {
   return kind == ScaleKind::mx ? 2 : 1;
 }
 
-// CTAs of 256 threads of an expansion other than B's whole-row one (expand_whole_row_ctas).
-FP4JIT_GEMM_CONSTEXPR long long expand_grid_ctas(ScaleKind kind, bool operand_b, long long rows,
-                                                 int k, int period) {
+// CTAs of 256 threads of an operand's expansion; whole_row: B's whole-row expansion (mx with
+// split factors: expand_whole_row_ctas).
+FP4JIT_GEMM_CONSTEXPR long long expand_grid_ctas(ScaleKind kind, bool operand_b, bool whole_row,
+                                                 long long rows, int k, int period) {
+  if (kind == ScaleKind::mx && operand_b && whole_row) return expand_whole_row_ctas(rows);
   const bool fp8 = kind == ScaleKind::ms || kind == ScaleKind::mx;
   const int per_thread = expand_rows_per_thread(kind, operand_b);
   const long long threads =
