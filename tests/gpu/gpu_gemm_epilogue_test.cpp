@@ -42,8 +42,9 @@ TEST(GpuGemmSwap, ClusterSplitKMatchesGlobalSplitKBitForBit) {
 }
 
 // The staged kernel's epilogue through shared memory and TMA stores writes the same bits as its
-// register stores, for every output type, with alpha, a bias and beta * C aliasing D, at ragged
-// edges (1000 x 3000: the last row and column tiles clipped; 8191 x 136).
+// register stores, for every output type, with alpha and each of its bodies (a bias and beta * C
+// aliasing D, a bias alone, neither), at ragged edges (1000 x 3000: the last row and column tiles
+// clipped; 8191 x 136).
 TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
   REQUIRE_GPU();
   const struct {
@@ -63,41 +64,48 @@ TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
       for (std::size_t j = 0; j < bias.size(); ++j)
         bias[j] = 0.125f * static_cast<float>(j % 7) - 0.5f;
       cuda::DeviceBuffer dbias = upload(bias);
-      for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
-        const std::size_t bytes = static_cast<std::size_t>(sh.m * sh.n) * dtype_size(dt);
-        std::vector<unsigned char> init(bytes);
-        for (std::size_t i = 0; i < bytes; ++i)  // small finite values of every type
-          init[i] = static_cast<unsigned char>(dt == DType::f32 ? (i % 4 == 3 ? 0x3c : i * 7)
-                                                                : (i % 2 == 1 ? 0x3c : i * 7));
-        std::vector<std::vector<unsigned char>> outs;
-        for (const char* ts : {",ts=0,sk=1", ",ts=1,sk=1"}) {
-          cuda::DeviceBuffer out = upload(init);
-          GemmEpilogue e;
-          e.alpha = 0.5f;
-          e.beta = -2.0f;
-          e.bias = dbias.get<float>();
-          const TensorView ov{out.get(), dt, sh.m, sh.n, 0};
-          e.c = ov;
-          if (s.occ) e.occ_weight = TensorView{s.b->source.get(), DType::f32, sh.n, sh.k, 0};
-          {
-            const KernelOverride kernel(std::string(k.choice) + ts);
-            engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, ov, e);
+      // The TMA epilogue's three bodies: with beta * C (and a bias), with a bias alone, with
+      // neither (the last two without per-element tests).
+      enum Terms { bias_and_c, bias_only, plain };
+      for (const Terms terms : {bias_and_c, bias_only, plain})
+        for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+          const std::size_t bytes = static_cast<std::size_t>(sh.m * sh.n) * dtype_size(dt);
+          std::vector<unsigned char> init(bytes);
+          for (std::size_t i = 0; i < bytes; ++i)  // small finite values of every type
+            init[i] = static_cast<unsigned char>(dt == DType::f32 ? (i % 4 == 3 ? 0x3c : i * 7)
+                                                                  : (i % 2 == 1 ? 0x3c : i * 7));
+          std::vector<std::vector<unsigned char>> outs;
+          for (const char* ts : {",ts=0,sk=1", ",ts=1,sk=1"}) {
+            cuda::DeviceBuffer out = upload(init);
+            GemmEpilogue e;
+            e.alpha = 0.5f;
+            const TensorView ov{out.get(), dt, sh.m, sh.n, 0};
+            if (terms != plain) e.bias = dbias.get<float>();
+            if (terms == bias_and_c) {
+              e.beta = -2.0f;
+              e.c = ov;
+            }
+            if (s.occ) e.occ_weight = TensorView{s.b->source.get(), DType::f32, sh.n, sh.k, 0};
+            {
+              const KernelOverride kernel(std::string(k.choice) + ts);
+              engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh, ov, e);
+            }
+            Gpu::get()->scope.synchronize();
+            outs.emplace_back(bytes);
+            out.download(outs.back().data(), bytes);
           }
-          Gpu::get()->scope.synchronize();
-          outs.emplace_back(bytes);
-          out.download(outs.back().data(), bytes);
+          std::int64_t differ = 0;
+          const std::size_t es = dtype_size(dt);
+          for (std::size_t i = 0; i < bytes; i += es)
+            differ += std::memcmp(&outs[0][i], &outs[1][i], es) != 0 ? 1 : 0;
+          EXPECT_EQ(differ, 0) << k.recipe << " " << name(k.op) << " " << gemm_shape_text(sh) << " "
+                               << name(dt) << (terms == bias_and_c ? " with bias and C" : terms == bias_only ? " with bias" : " plain")
+                               << ": elements differing from the register stores'";
+          std::int64_t changed = 0;
+          for (std::size_t i = 0; i < bytes; i += es)
+            changed += std::memcmp(&outs[1][i], &init[i], es) != 0 ? 1 : 0;
+          EXPECT_GT(changed, sh.m * sh.n * 9 / 10) << "D mostly unwritten";
         }
-        std::int64_t differ = 0;
-        const std::size_t es = dtype_size(dt);
-        for (std::size_t i = 0; i < bytes; i += es)
-          differ += std::memcmp(&outs[0][i], &outs[1][i], es) != 0 ? 1 : 0;
-        EXPECT_EQ(differ, 0) << k.recipe << " " << name(k.op) << " " << gemm_shape_text(sh) << " "
-                             << name(dt) << ": elements differing from the register stores'";
-        std::int64_t changed = 0;
-        for (std::size_t i = 0; i < bytes; i += es)
-          changed += std::memcmp(&outs[1][i], &init[i], es) != 0 ? 1 : 0;
-        EXPECT_GT(changed, sh.m * sh.n * 9 / 10) << "D mostly unwritten";
-      }
     }
 }
 

@@ -90,6 +90,10 @@ struct BColumnFactors<T, false> {
   __device__ __forceinline__ void load(const GemmParams&, int) {}
 };
 
+// Whether an epilogue body tests for a bias per column pair (test) or knows, for the whole tile,
+// that there is none (no) or one (yes).
+enum class BiasUse { test, no, yes };
+
 // The column terms of a tile's epilogue: the staged mx kernel's B factors (powers of two, applied
 // to the accumulator first), ms's column scales, the bias (per column, WarpColumns); beta * C (per
 // element, read next to its store).
@@ -123,11 +127,19 @@ struct EpilogueTerms {
   struct Pair {
     float s0, s1, b0, b1;
   };
+  // kBias: BiasUse::test reads has_bias per pair; no / yes: the caller knows has_bias (false /
+  // true) for the tile, so the pairs take no test.
+  template <BiasUse kBias = BiasUse::test>
   __device__ __forceinline__ Pair columns(int v2, int tig) const {
     Pair c{1.0f, 1.0f, 0.0f, 0.0f};
     if constexpr (kScale || kFactor) c.s0 = scale.get(v2, 0, tig), c.s1 = scale.get(v2, 1, tig);
-    if (has_bias) c.b0 = bias.get(v2, 0, tig), c.b1 = bias.get(v2, 1, tig);
+    if (uses_bias<kBias>()) c.b0 = bias.get(v2, 0, tig), c.b1 = bias.get(v2, 1, tig);
     return c;
+  }
+  template <BiasUse kBias>
+  __device__ __forceinline__ bool uses_bias() const {
+    if constexpr (kBias == BiasUse::test) return has_bias;
+    return kBias == BiasUse::yes;
   }
   // The accumulators of column pair c times B's factors (kFactor), before alpha * factor: a
   // partial sum times A's factor stays in FP32's normal range (kSplitFactorExp), and the products
@@ -136,9 +148,10 @@ struct EpilogueTerms {
     if constexpr (kFactor) a0 *= c.s0, a1 *= c.s1;
   }
   // x0, x1 (after alpha * factor) times ms's column scales, plus the bias.
+  template <BiasUse kBias = BiasUse::test>
   __device__ __forceinline__ void apply_columns(const Pair& c, float& x0, float& x1) const {
     if constexpr (kScale) x0 *= c.s0, x1 *= c.s1;
-    if (has_bias) x0 += c.b0, x1 += c.b1;
+    if (uses_bias<kBias>()) x0 += c.b0, x1 += c.b1;
   }
 
   // x0, x1 at D's (m, n) (inside D) and (m, n + 1), plus beta * C; called where has_c.
@@ -201,6 +214,64 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
   }
 }
 
+// epilogue_store_tma's element loop: the warpgroup's 64 rows of the tile, in the output type, into
+// its chunks of the epilogue buffer at epi. Column pairs outer: each pair's column terms are
+// fetched once for both rows (half the shuffles of a row-outer loop). Elements past D's edges are
+// written too and clipped by the TMA unit, so only beta * C's reads need to know where D ends
+// (the column terms are clamped at D's edge when loaded, ms's rows past it have factor 0).
+// kBias = BiasUse::test: the body with beta * C, which tests per pair whether the element is
+// inside D and whether there is a bias. no / yes: no beta * C and the bias absent / present, known
+// for the whole GEMM, so the pairs take no tests or branches (the general body's per-pair tests
+// and branch regions were 40 % of the instructions a warp ran per tile, and the tensor cores wait
+// while both warpgroups run them). The same operations in the same order on every element that is
+// stored, so the same bits.
+template <BiasUse kBias, class Cfg, class T>
+__device__ __forceinline__ void epilogue_tma_pairs(const GemmParams& p, const WorkUnit& w,
+                                                   const ConsumerRows& rw,
+                                                   const float (&acc)[T::kAccum],
+                                                   const EpilogueTerms<Cfg, T>& t,
+                                                   const EpilogueRows<T::kKind>& rows,
+                                                   unsigned epi) {
+  constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
+  constexpr int kChunkBytes = 64 * 128;
+  const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
+#pragma unroll
+  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
+    const auto c = t.template columns<kBias>(v2, rw.tig);  // every lane (shuffles)
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1) {
+      float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
+      t.apply_factors(c, x0, x1);
+      x0 *= rows.f[v1];
+      x1 *= rows.f[v1];
+      if constexpr (kBias == BiasUse::test) {
+        const int n = w.n0 + 8 * v2 + 2 * rw.tig;
+        const bool in = rows.in[v1] && n < p.N;
+        if (in) {  // C's element is read only inside D
+          t.apply_columns(c, x0, x1);
+          t.apply_c(p, rows.m[v1], n, x0, x1);
+        }
+      } else {
+        t.template apply_columns<kBias>(c, x0, x1);
+      }
+      const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
+      if constexpr (kBytes == 2) {
+        unsigned packed;
+        if constexpr (Cfg::kOut == OutType::bf16)
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+        else
+          asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+        const int chunk = v2 / 8, unit = v2 % 8;
+        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 4 * rw.tig, packed);
+      } else {
+        const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
+        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 8 * (rw.tig & 1),
+              __float_as_uint(x0), __float_as_uint(x1));
+      }
+    }
+  }
+}
+
 // The same epilogue through shared memory and TMA stores (staged kernel, Cfg::kTmaStore): the
 // consumer warpgroup writes its 64 rows of D's tile, in the output type, into its part of the
 // epilogue buffer at epi (shared-window address): chunks of 64 rows x 128 bytes (128 / sizeof(out)
@@ -227,39 +298,13 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   if (issuer) bulk_wait_group_read<0>();  // the previous tile's stores have read the buffer
   named_barrier_sync(bar, 128);
   const EpilogueRows<T::kKind> rows(p, w, rw, epilogue_base<T::kKind>(p));
-  const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
-  // Column pairs outer: each pair's column terms are fetched once for both rows (half the
-  // shuffles of a row-outer loop). Elements past D's edges are written too and clipped by the TMA
-  // unit.
-#pragma unroll
-  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-    const int n = w.n0 + 8 * v2 + 2 * rw.tig;
-    const auto c = t.columns(v2, rw.tig);  // every lane (shuffles)
-#pragma unroll
-    for (int v1 = 0; v1 < 2; ++v1) {
-      const bool in = rows.in[v1] && n < p.N;
-      float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
-      t.apply_factors(c, x0, x1);
-      x0 *= rows.f[v1];
-      x1 *= rows.f[v1];
-      if (in) t.apply_columns(c, x0, x1);
-      if (t.has_c && in) t.apply_c(p, rows.m[v1], n, x0, x1);
-      const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
-      if constexpr (kBytes == 2) {
-        unsigned packed;
-        if constexpr (Cfg::kOut == OutType::bf16)
-          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-        else
-          asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-        const int chunk = v2 / 8, unit = v2 % 8;
-        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 4 * rw.tig, packed);
-      } else {
-        const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
-        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 8 * (rw.tig & 1),
-              __float_as_uint(x0), __float_as_uint(x1));
-      }
-    }
-  }
+  // The same for every thread (the GEMM's terms), so the shuffles of each body see the whole warp.
+  if (t.has_c)
+    epilogue_tma_pairs<BiasUse::test, Cfg, T>(p, w, rw, acc, t, rows, epi);
+  else if (t.has_bias)
+    epilogue_tma_pairs<BiasUse::yes, Cfg, T>(p, w, rw, acc, t, rows, epi);
+  else
+    epilogue_tma_pairs<BiasUse::no, Cfg, T>(p, w, rw, acc, t, rows, epi);
   fence_proxy_async();  // the generic-proxy writes above, before the TMA unit reads them
   named_barrier_sync(bar, 128);
   if (issuer) {
