@@ -99,7 +99,10 @@ TEST(GpuGemmStaged, TmaStoresMatchRegisterStoresBitForBit) {
           for (std::size_t i = 0; i < bytes; i += es)
             differ += std::memcmp(&outs[0][i], &outs[1][i], es) != 0 ? 1 : 0;
           EXPECT_EQ(differ, 0) << k.recipe << " " << name(k.op) << " " << gemm_shape_text(sh) << " "
-                               << name(dt) << (terms == bias_and_c ? " with bias and C" : terms == bias_only ? " with bias" : " plain")
+                               << name(dt)
+                               << (terms == bias_and_c  ? " with bias and C"
+                                   : terms == bias_only ? " with bias"
+                                                        : " plain")
                                << ": elements differing from the register stores'";
           std::int64_t changed = 0;
           for (std::size_t i = 0; i < bytes; i += es)

@@ -90,7 +90,7 @@ struct BColumnFactors<T, false> {
   __device__ __forceinline__ void load(const GemmParams&, int) {}
 };
 
-// Whether an epilogue body tests for a bias per column pair (test) or knows, for the whole tile,
+// Whether an epilogue body tests for a bias per column pair (test) or knows, for the whole GEMM,
 // that there is none (no) or one (yes).
 enum class BiasUse { test, no, yes };
 
@@ -128,7 +128,7 @@ struct EpilogueTerms {
     float s0, s1, b0, b1;
   };
   // kBias: BiasUse::test reads has_bias per pair; no / yes: the caller knows has_bias (false /
-  // true) for the tile, so the pairs take no test.
+  // true) for the GEMM, so the pairs take no test.
   template <BiasUse kBias = BiasUse::test>
   __device__ __forceinline__ Pair columns(int v2, int tig) const {
     Pair c{1.0f, 1.0f, 0.0f, 0.0f};
@@ -226,12 +226,9 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 // while both warpgroups run them). The same operations in the same order on every element that is
 // stored, so the same bits.
 template <BiasUse kBias, class Cfg, class T>
-__device__ __forceinline__ void epilogue_tma_pairs(const GemmParams& p, const WorkUnit& w,
-                                                   const ConsumerRows& rw,
-                                                   const float (&acc)[T::kAccum],
-                                                   const EpilogueTerms<Cfg, T>& t,
-                                                   const EpilogueRows<T::kKind>& rows,
-                                                   unsigned epi) {
+__device__ __forceinline__ void epilogue_tma_pairs(
+    const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw, const float (&acc)[T::kAccum],
+    const EpilogueTerms<Cfg, T>& t, const EpilogueRows<T::kKind>& rows, unsigned epi) {
   constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
   constexpr int kChunkBytes = 64 * 128;
   const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
