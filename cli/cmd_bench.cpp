@@ -221,18 +221,26 @@ struct BenchRun {
   }
 };
 
+// The layers of --gemm, parsed before the backend starts, so that a malformed shape is reported
+// as such on any machine (not as a missing GPU).
+std::vector<GemmShape> parse_layers(const std::vector<std::string>& texts) {
+  std::vector<GemmShape> layers;
+  for (const auto& text : texts) layers.push_back(parse_gemm_shape(text));  // tokens x out x in
+  return layers;
+}
+
 void run_bench(const BenchOptions& o) {
+  const std::vector<GemmShape> layers = parse_layers(o.gemms);
+  const DType out_dtype = parse_dtype(o.out_dtype);
   const BenchRun run("gemm", o);
   const Recipe& recipe = run.recipe;
   const bool device = run.device;
   Engine& engine = *run.engine;
   const int iters = run.iters;
-  const DType out_dtype = parse_dtype(o.out_dtype);
   fmt::print("fp4jit bench gemm: recipe {} on {}; output {}; median of {} runs\n", recipe.preset,
              engine.description(), name(out_dtype), iters);
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& text : o.gemms) {
-    const GemmShape layer = parse_gemm_shape(text);
+  for (const GemmShape& layer : layers) {
     for (const auto& op_name : gemm_op_names()) {
       if (o.op != "all" && o.op != op_name.name) continue;
       const GemmOp op = op_name.value;
@@ -322,6 +330,7 @@ std::int64_t output_bytes(const QuantLayout& l) {
 }
 
 void run_quant_bench(const QuantBenchOptions& o) {
+  const std::vector<GemmShape> layers = parse_layers(o.gemms);
   const BenchRun run("quantize", o);
   const Recipe& recipe = run.recipe;
   const bool device = run.device;
@@ -340,8 +349,7 @@ void run_quant_bench(const QuantBenchOptions& o) {
     for (Role r : {Role::x, Role::xt, Role::w, Role::wt, Role::dy, Role::dyt})
       problems.push_back({r, false});
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& text : o.gemms) {
-    const GemmShape layer = parse_gemm_shape(text);  // tokens x out x in
+  for (const GemmShape& layer : layers) {
     for (const Problem& p : problems) {
       // The role's source: X [tokens, in], W [out, in], dY [tokens, out].
       const bool weight = p.role == Role::w || p.role == Role::wt;

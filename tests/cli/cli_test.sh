@@ -370,6 +370,9 @@ qp = json.load(open("qp.json"))["results"]
 assert [r["problem"] for r in qp] == ["x+xt", "w+wt", "dy+dyt"] and qp[0]["recipe"] == "mxfp4", qp
 PY
   expect_exit 2 "what" bench quantize --backend host -r nvfp4 --gemm 64x96x128 --what gemms
+  # a malformed shape is reported as such before any backend starts (here: no GPU needed)
+  expect_exit 1 "GEMM shape '64x96'" bench gemm --backend cuda -r mxfp4 --gemm 64x64x128 --gemm 64x96
+  expect_exit 1 "GEMM shape '64x96'" bench quantize --backend cuda -r mxfp4 --gemm 64x96
 }
 
 case_bundle() {  # export / verify / import, layering, a tampered bundle refused, a cached second run
