@@ -38,6 +38,9 @@ __all__ = [
     "default_engine",
 ]
 
+# The operand roles each GEMM multiplies: (a, b).
+_GEMM_ROLES = {"fprop": ("x", "w"), "dgrad": ("dy", "wt"), "wgrad": ("dyt", "xt")}
+
 __version__ = "0.1.0"
 library_path = _lib.path
 
@@ -389,8 +392,21 @@ class Engine:
             raise Error(
                 "INVALID_ARGUMENT", "gemm: a (%s) and b (%s) were quantized with different recipes" % (a.recipe.text, b.recipe.text)
             )
+        want = _GEMM_ROLES[op]
+        if (a.role, b.role) != want:
+            raise Error(
+                "INVALID_ARGUMENT",
+                "gemm %s takes a = %s and b = %s operands (quantized with those roles), got a = %s and b = %s"
+                % (op, want[0], want[1], a.role, b.role),
+            )
         m, k = a.shape
         n = b.shape[0]
+        if b.shape[1] != k:
+            raise Error(
+                "INVALID_ARGUMENT",
+                "gemm %s: a (%s, [%d, %d]) and b (%s, [%d, %d]) differ in K: %d and %d"
+                % (op, a.role, m, k, b.role, n, b.shape[1], k, b.shape[1]),
+            )
         if out is None:
             out = a._alloc.empty((m, n), dtype)
         keep = []

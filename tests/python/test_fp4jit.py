@@ -433,6 +433,10 @@ class Errors(unittest.TestCase):
         self.check(lambda: HOST.gemm("fprop", qa, qw, bias=np.zeros(7, np.float32)), "INVALID_ARGUMENT",
                    "contiguous vector of %d elements" % qw.shape[0])
         self.check(lambda: HOST.gemm("fprop", qa, qw, out=np.zeros((32, 16), np.float32)), "INVALID_ARGUMENT", "output")
+        self.check(lambda: HOST.gemm("fprop", qw, qa), "INVALID_ARGUMENT", "takes a = x and b = w operands")
+        self.check(lambda: HOST.gemm("dgrad", qa, qw), "INVALID_ARGUMENT", "got a = x and b = w")
+        qw_short = HOST.quantize("nvfp4", "w", sample(48, 32))
+        self.check(lambda: HOST.gemm("fprop", qa, qw_short), "INVALID_ARGUMENT", "differ in K: 64 and 32")
         self.check(lambda: fp4jit.Engine("gpu"), "INVALID_ARGUMENT", "unknown backend 'gpu'")
 
     def test_missing_library_message(self):
