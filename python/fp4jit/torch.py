@@ -377,6 +377,12 @@ class Linear(nn.Linear):
 
     def forward(self, x):
         shape = x.shape
+        if not shape or shape[-1] != self.in_features:
+            raise fp4jit.Error(
+                "INVALID_ARGUMENT",
+                "fp4jit.torch.Linear(%d, %d): input of shape %s, expected [..., %d]"
+                % (self.in_features, self.out_features, list(shape), self.in_features),
+            )
         flat = len(shape) == 2  # [tokens, in] already: no reshapes (each is a dispatched op)
         x2 = x if flat else x.reshape(-1, shape[-1])
         if not x2.is_contiguous():

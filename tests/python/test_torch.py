@@ -390,6 +390,14 @@ class Structs(unittest.TestCase):
         finally:
             _arrays._TORCH_TEMPLATE_LIMIT = saved
 
+    def test_wrong_input_width_is_named(self):
+        layer = fp4.Linear(64, 32, recipe="mxfp4")
+        for x in (torch.randn(8, 32), torch.randn(2, 3, 96), torch.tensor(1.0)):
+            with self.assertRaises(fp4jit.Error) as e:
+                layer(x)
+            self.assertEqual(e.exception.status, "INVALID_ARGUMENT")
+            self.assertIn("Linear(64, 32): input of shape %s, expected [..., 64]" % list(x.shape), str(e.exception))
+
     def test_bad_dtype_is_named(self):
         with self.assertRaises(fp4jit.Error) as e:
             _arrays.torch_struct(torch.zeros(4, 4, dtype=torch.int32), "Linear input")
