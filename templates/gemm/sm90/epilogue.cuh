@@ -161,6 +161,15 @@ struct EpilogueTerms {
     x0 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci), x0);
     if (n + 1 < p.N) x1 = fmaf(p.beta, load_out<Cfg::kOut>(p.c, ci + 1), x1);
   }
+  // C's elements (m, n) and (m, n + 1) for a store that the TMA unit clips: the indices clamped
+  // into D, so the loads need no test and no branch (the values read for elements past D's edges
+  // are never stored).
+  __device__ __forceinline__ void load_c_clamped(const GemmParams& p, int m, int n,
+                                                 float (&c)[2]) const {
+    const long long row = static_cast<long long>(min(m, p.M - 1)) * p.ldc;
+    c[0] = load_out<Cfg::kOut>(p.c, row + min(n, p.N - 1));
+    c[1] = load_out<Cfg::kOut>(p.c, row + min(n + 1, p.N - 1));
+  }
 };
 
 // The thread's two rows of a tile's epilogue (v1 = 0, 1: rows rw.r0, rw.r1 of the tile): D's row,
@@ -217,53 +226,69 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 // epilogue_store_tma's element loop: the warpgroup's 64 rows of the tile, in the output type, into
 // its chunks of the epilogue buffer at epi. Column pairs outer: each pair's column terms are
 // fetched once for both rows (half the shuffles of a row-outer loop). Elements past D's edges are
-// written too and clipped by the TMA unit, so only beta * C's reads need to know where D ends
-// (the column terms are clamped at D's edge when loaded, ms's rows past it have factor 0).
-// kBias = BiasUse::test: the body with beta * C, which tests per pair whether the element is
-// inside D and whether there is a bias. no / yes: no beta * C and the bias absent / present, known
-// for the whole GEMM, so the pairs take no tests or branches (the general body's per-pair tests
-// and branch regions were 40 % of the instructions a warp ran per tile, and the tensor cores wait
-// while both warpgroups run them). The same operations in the same order on every element that is
-// stored, so the same bits.
-template <BiasUse kBias, class Cfg, class T>
+// written too and clipped by the TMA unit, so nothing here needs to know where D ends: the column
+// terms are clamped at D's edge when loaded, ms's rows past it have factor 0 and C's reads are
+// clamped into D. The body is chosen for the whole GEMM (kC: beta * C; kBias: the bias absent /
+// present, or tested per pair where there is a C), so the pairs take no tests or branches (per-pair
+// tests and their branch regions were 40 % of the instructions a warp ran per tile, and the tensor
+// cores wait while both warpgroups run them). With kC, the C elements of eight column pairs are
+// loaded before any of them is used: a load under a per-pair branch waited for the one before it,
+// after a store to shared memory (beta * C took 1.6x the GEMM's time at 8192x4096x4096). The same
+// operations in the same order on every element that is stored, so the same bits.
+template <bool kC, BiasUse kBias, class Cfg, class T>
 __device__ __forceinline__ void epilogue_tma_pairs(
     const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw, const float (&acc)[T::kAccum],
     const EpilogueTerms<Cfg, T>& t, const EpilogueRows<T::kKind>& rows, unsigned epi) {
   constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
   constexpr int kChunkBytes = 64 * 128;
+  constexpr int kPairs = T::BLOCK_N / 8;
+  // Column pairs whose C elements are loaded together: 16 or 8 values in flight, as many as the
+  // registers beside the accumulators hold without spilling (ptxas, bn = 192 / 256).
+  constexpr int kGroup = kC ? (T::kAccum > 96 ? 2 : 4) : kPairs;
+  static_assert(kPairs % kGroup == 0, "tile width: whole groups of column pairs");
   const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
 #pragma unroll
-  for (int v2 = 0; v2 < T::BLOCK_N / 8; ++v2) {
-    const auto c = t.template columns<kBias>(v2, rw.tig);  // every lane (shuffles)
+  for (int g = 0; g < kPairs; g += kGroup) {
+    float cv[kC ? kGroup : 1][2][2];
+    if constexpr (kC) {
+      // Orders the group's loads after the previous group's stores for ptxas as well, which
+      // would otherwise hoist every load of the tile and spill their values.
+      if (g > 0) __syncwarp();
 #pragma unroll
-    for (int v1 = 0; v1 < 2; ++v1) {
-      float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
-      t.apply_factors(c, x0, x1);
-      x0 *= rows.f[v1];
-      x1 *= rows.f[v1];
-      if constexpr (kBias == BiasUse::test) {
-        const int n = w.n0 + 8 * v2 + 2 * rw.tig;
-        const bool in = rows.in[v1] && n < p.N;
-        if (in) {  // C's element is read only inside D
-          t.apply_columns(c, x0, x1);
-          t.apply_c(p, rows.m[v1], n, x0, x1);
-        }
-      } else {
+      for (int j = 0; j < kGroup; ++j)
+#pragma unroll
+        for (int v1 = 0; v1 < 2; ++v1)
+          t.load_c_clamped(p, rows.m[v1], w.n0 + 8 * (g + j) + 2 * rw.tig, cv[j][v1]);
+    }
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const int v2 = g + j;
+      const auto c = t.template columns<kBias>(v2, rw.tig);  // every lane (shuffles)
+#pragma unroll
+      for (int v1 = 0; v1 < 2; ++v1) {
+        float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
+        t.apply_factors(c, x0, x1);
+        x0 *= rows.f[v1];
+        x1 *= rows.f[v1];
         t.template apply_columns<kBias>(c, x0, x1);
-      }
-      const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
-      if constexpr (kBytes == 2) {
-        unsigned packed;
-        if constexpr (Cfg::kOut == OutType::bf16)
-          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-        else
-          asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
-        const int chunk = v2 / 8, unit = v2 % 8;
-        sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 4 * rw.tig, packed);
-      } else {
-        const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
-        sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 8 * (rw.tig & 1),
-              __float_as_uint(x0), __float_as_uint(x1));
+        if constexpr (kC) {
+          x0 = fmaf(p.beta, cv[j][v1][0], x0);
+          x1 = fmaf(p.beta, cv[j][v1][1], x1);
+        }
+        const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
+        if constexpr (kBytes == 2) {
+          unsigned packed;
+          if constexpr (Cfg::kOut == OutType::bf16)
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+          else
+            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x1), "f"(x0));
+          const int chunk = v2 / 8, unit = v2 % 8;
+          sts32(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 4 * rw.tig, packed);
+        } else {
+          const int chunk = v2 / 4, unit = 2 * (v2 % 4) + (rw.tig >> 1);
+          sts64(row_addr + chunk * kChunkBytes + ((unit ^ (lr[v1] & 7)) << 4) + 8 * (rw.tig & 1),
+                __float_as_uint(x0), __float_as_uint(x1));
+        }
       }
     }
   }
@@ -297,11 +322,11 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
   const EpilogueRows<T::kKind> rows(p, w, rw, epilogue_base<T::kKind>(p));
   // The same for every thread (the GEMM's terms), so the shuffles of each body see the whole warp.
   if (t.has_c)
-    epilogue_tma_pairs<BiasUse::test, Cfg, T>(p, w, rw, acc, t, rows, epi);
+    epilogue_tma_pairs<true, BiasUse::test, Cfg, T>(p, w, rw, acc, t, rows, epi);
   else if (t.has_bias)
-    epilogue_tma_pairs<BiasUse::yes, Cfg, T>(p, w, rw, acc, t, rows, epi);
+    epilogue_tma_pairs<false, BiasUse::yes, Cfg, T>(p, w, rw, acc, t, rows, epi);
   else
-    epilogue_tma_pairs<BiasUse::no, Cfg, T>(p, w, rw, acc, t, rows, epi);
+    epilogue_tma_pairs<false, BiasUse::no, Cfg, T>(p, w, rw, acc, t, rows, epi);
   fence_proxy_async();  // the generic-proxy writes above, before the TMA unit reads them
   named_barrier_sync(bar, 128);
   if (issuer) {
