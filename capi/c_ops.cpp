@@ -207,11 +207,12 @@ fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* 
   });
 }
 
-fp4jit_status fp4jit_linear_backward_bias(fp4jit_engine* engine, const fp4jit_recipe* recipe,
-                                          int64_t in, const fp4jit_tensor* dy, const void* saved,
-                                          void* scratch, const fp4jit_tensor* dx,
-                                          const fp4jit_tensor* dw, const fp4jit_tensor* db,
-                                          uint64_t seed_dy, void* stream) {
+fp4jit_status fp4jit_linear_backward_accumulate(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                                int64_t in, const fp4jit_tensor* dy,
+                                                const void* saved, void* scratch,
+                                                const fp4jit_tensor* dx, const fp4jit_tensor* dw,
+                                                const fp4jit_tensor* db, float dw_beta,
+                                                uint64_t seed_dy, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -227,8 +228,17 @@ fp4jit_status fp4jit_linear_backward_bias(fp4jit_engine* engine, const fp4jit_re
                                : TensorView{};
     std::lock_guard lock(engine->mutex);
     engine->engine.linear_backward(recipe->recipe, in, vdy, saved, scratch, vdx, vdw, vdb.data,
-                                   vdb.dtype, seed_dy, stream);
+                                   vdb.dtype, seed_dy, stream, dw_beta);
   });
+}
+
+fp4jit_status fp4jit_linear_backward_bias(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                          int64_t in, const fp4jit_tensor* dy, const void* saved,
+                                          void* scratch, const fp4jit_tensor* dx,
+                                          const fp4jit_tensor* dw, const fp4jit_tensor* db,
+                                          uint64_t seed_dy, void* stream) {
+  return fp4jit_linear_backward_accumulate(engine, recipe, in, dy, saved, scratch, dx, dw, db, 0.0f,
+                                           seed_dy, stream);
 }
 
 fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in,

@@ -1,6 +1,7 @@
 // Engine::linear_forward / linear_backward: a linear layer's quantize passes and GEMMs in one
 // call each way, their operands carved from caller-provided buffers (the scratch ones, when not
 // given, from the backend).
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -143,11 +144,16 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
 void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                              const void* saved, void* scratch, const TensorView& dx,
                              const TensorView& dw, void* db, DType db_dtype, std::uint64_t seed_dy,
-                             void* stream) {
+                             void* stream, float dw_beta) {
   const LinearShape s{dy.rows, in, dy.cols};
   const Layouts l = layouts(recipe, s);
   if (dx.data == nullptr && dw.data == nullptr)
     fail(ErrorKind::invalid_argument, "linear backward: neither dx nor dw is asked for");
+  if (!std::isfinite(dw_beta))
+    fail(ErrorKind::invalid_argument, "linear backward: dw_beta must be finite, got {}", dw_beta);
+  if (dw_beta != 0.0f && dw.data == nullptr)
+    fail(ErrorKind::invalid_argument,
+         "linear backward: dw_beta = {} accumulates into dw, but no dw is given", dw_beta);
   check_buffer(saved, "saved");
   std::shared_ptr<void> own;
   scratch =
@@ -165,8 +171,14 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
     quantize(recipe, Role::dy, dy, q.dy, args, stream);
   if (dx.data != nullptr)
     gemm(recipe, GemmOp::dgrad, q.dy, q.wt, GemmShape{s.tokens, s.in, s.out}, dx, {}, stream);
-  if (dw.data != nullptr)
-    gemm(recipe, GemmOp::wgrad, q.dyt, q.xt, GemmShape{s.out, s.in, s.tokens}, dw, {}, stream);
+  if (dw.data != nullptr) {
+    GemmEpilogue e;
+    if (dw_beta != 0.0f) {  // dW + beta * dw, read and written by the same epilogue
+      e.beta = dw_beta;
+      e.c = dw;
+    }
+    gemm(recipe, GemmOp::wgrad, q.dyt, q.xt, GemmShape{s.out, s.in, s.tokens}, dw, e, stream);
+  }
 }
 
 }  // namespace fp4jit

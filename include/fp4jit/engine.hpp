@@ -162,10 +162,13 @@ class Engine {
   // dx [tokens, in] and dw [out, in] from dy [tokens, out] and the forward's saved buffer; a
   // view with null data is not computed (at least one must be given). db ([out] of db_dtype, or
   // null): the bias gradient, dY's column sums (QuantizeArgs::column_sums), taken from dY's
-  // quantize pass.
+  // quantize pass. dw_beta: dw = dW + dw_beta * dw, by the wgrad GEMM's epilogue (beta * C with
+  // C = dw): 1 accumulates the weight gradient into dw, e.g. an FP32 main gradient summed over
+  // micro-batches, without a pass of its own; 0 (the default) overwrites dw.
   void linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                        const void* saved, void* scratch, const TensorView& dx, const TensorView& dw,
-                       void* db, DType db_dtype, std::uint64_t seed_dy, void* stream = nullptr);
+                       void* db, DType db_dtype, std::uint64_t seed_dy, void* stream = nullptr,
+                       float dw_beta = 0.0f);
 
  private:
   std::unique_ptr<Backend> backend_;

@@ -481,13 +481,15 @@ class Engine:
         return y
 
     def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None,
-                        db=None):
+                        db=None, dw_beta=0.0):
         """dx [tokens, in] and / or dw [out, in] from dy [tokens, out] and the forward's `saved`
         buffer (scratch None: the library's own for the call). Equal to quantize_pair("dy") +
         gemm("dgrad") / gemm("wgrad") bit for bit.
         db [out] (float32, bfloat16 or float16), if given: the bias gradient, dy's column sums,
         taken from dy's quantize pass (FP32 additions in a fixed order, rounded once to db's
-        dtype: the same bits on every backend)."""
+        dtype: the same bits on every backend).
+        dw_beta: dw = dW + dw_beta * dw, in the wgrad GEMM's epilogue (gemm("wgrad", ...,
+        out=dw, c=dw, beta=dw_beta) bit for bit): 1 accumulates the weight gradient into dw."""
         recipe = _recipe(recipe)
         if dx is None and dw is None:
             raise Error("INVALID_ARGUMENT", "linear_backward: neither dx nor dw is asked for")
@@ -501,10 +503,10 @@ class Engine:
         p_scratch = (None if scratch is None
                      else _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes))
         _lib.check(
-            _lib.lib.fp4jit_linear_backward_bias(
+            _lib.lib.fp4jit_linear_backward_accumulate(
                 self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_scratch,
                 vdx.ref() if vdx is not None else None, vdw.ref() if vdw is not None else None,
-                vdb.ref() if vdb is not None else None, int(seed_dy) & (2**64 - 1), s,
+                vdb.ref() if vdb is not None else None, float(dw_beta), int(seed_dy) & (2**64 - 1), s,
             )
         )
 

@@ -300,6 +300,11 @@ def _declare(lib, path):
             ctypes.c_int,
             [vp, vp, ctypes.c_int64, P(Tensor), vp, vp, P(Tensor), P(Tensor), P(Tensor), ctypes.c_uint64, vp],
         ),
+        "fp4jit_linear_backward_accumulate": (
+            ctypes.c_int,
+            [vp, vp, ctypes.c_int64, P(Tensor), vp, vp, P(Tensor), P(Tensor), P(Tensor), ctypes.c_float,
+             ctypes.c_uint64, vp],
+        ),
     }
     for name, (restype, argtypes) in sigs.items():
         try:

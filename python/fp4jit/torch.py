@@ -160,15 +160,42 @@ def _linear_forward(engine, recipe, calls, dev, x, w, y, bias, seeds, saved, str
         None if saved is None else saved.data_ptr(), None, stream))
 
 
-def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw, db, seed_dy, stream):
-    """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None)."""
+def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw, db, seed_dy, stream, dw_beta=0.0):
+    """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None; dw_beta 1:
+    the weight gradient added into dw)."""
     key = (1, dy.shape[0], dy.dtype, None if dx is None else dx.dtype, None if dw is None else dw.dtype,
            None if db is None else db.dtype, dev)
     pdy, pdx, pdw, pdb = calls.slots(key, (dy, "Linear output gradient"), (dx, "Linear input gradient"),
                                      (dw, "Linear weight gradient"), (db, "Linear bias gradient"))
-    _lib.check(_lib.lib.fp4jit_linear_backward_bias(
-        engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(), None, pdx, pdw, pdb, seed_dy,
-        stream))
+    _lib.check(_lib.lib.fp4jit_linear_backward_accumulate(
+        engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(), None, pdx, pdw, pdb, dw_beta,
+        seed_dy, stream))
+
+
+def _main_grad(layer, weight_dtype):
+    """The layer's weight.main_grad for fused weight-gradient accumulation, checked."""
+    weight = layer.weight
+    main = getattr(weight, "main_grad", None)
+    if main is None:
+        raise fp4jit.Error(
+            "INVALID_ARGUMENT",
+            "fp4jit.torch.Linear(%d, %d) with fuse_wgrad_accumulation: weight.main_grad is not set (a "
+            "tensor shaped like the weight, float32 or the weight's dtype, that the weight gradient is "
+            "added into)" % (layer.in_features, layer.out_features),
+        )
+    want = (layer.out_features, layer.in_features)
+    if (tuple(main.shape) != want or main.device != weight.device or main.dtype not in (torch.float32, weight_dtype)
+            or not main.is_contiguous()):
+        raise fp4jit.Error(
+            "INVALID_ARGUMENT",
+            "fp4jit.torch.Linear(%d, %d) with fuse_wgrad_accumulation: weight.main_grad must be a contiguous %s "
+            "tensor of %s on %s, got %s %s%s on %s"
+            % (layer.in_features, layer.out_features, list(want),
+               " or ".join(sorted({"float32", str(weight_dtype).replace("torch.", "")})), weight.device,
+               list(main.shape), str(main.dtype).replace("torch.", ""),
+               "" if main.is_contiguous() else " (not contiguous)", main.device),
+        )
+    return main
 
 
 class _Plan:
@@ -290,17 +317,20 @@ class _LinearFunction(torch.autograd.Function):
         want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         want_db = ctx.has_bias and ctx.needs_input_grad[2]
         w_dtype = ctx.w_dtype
+        # Fused weight-gradient accumulation: dW goes into weight.main_grad, autograd gets none.
+        main = _main_grad(ctx.layer, w_dtype) if want_dw and ctx.layer.fuse_wgrad_accumulation else None
         if want_dx:
             dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dev)
         if plan.fused:
             if want_dx or want_dw:
-                if want_dw:
+                if want_dw and main is None:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dev)
                 _linear_backward(engine, recipe, plan.calls, dev, plan.in_features, dy_full, ctx.saved_q, dx,
-                                 dw, db, ctx.seeds["dy"], stream)
+                                 dw if main is None else main, db, ctx.seeds["dy"], stream,
+                                 0.0 if main is None else 1.0)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:
@@ -310,10 +340,18 @@ class _LinearFunction(torch.autograd.Function):
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=torch.float32, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
                     dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
-                    dw = dw.to(w_dtype)
+                    if main is not None:  # the DGE product first: one add of its own
+                        main.add_(dw)  # in FP32, rounded once to main_grad's dtype
+                        dw = None
+                    else:
+                        dw = dw.to(w_dtype)
+                elif main is not None:
+                    engine.gemm("wgrad", qdyt, ctx.qxt, out=main, c=main, beta=1.0, stream=stream)
                 else:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+        if main is not None:
+            ctx.layer.weight.grad_added_to_main_grad = True
         if dx is not None and ctx.padded != ctx.tokens:
             dx = dx[: ctx.tokens]
         if want_db and db is None:
@@ -330,18 +368,29 @@ class Linear(nn.Linear):
     this process, so every rank of a job that builds the same model gets the same seeds). The
     seeds of a training step mix (seed, step, tensor); `step` advances after each forward in
     training mode.
+
+    fuse_wgrad_accumulation: the backward adds the weight gradient into `weight.main_grad` (set by
+    the caller: a contiguous tensor shaped like the weight, float32 or the weight's dtype, on its
+    device, zeroed when an accumulation window starts, as Megatron-LM's optimizers keep it) in the
+    wgrad GEMM's epilogue (beta * C with C = main_grad) instead of returning it: no gradient tensor
+    of its own, no add pass, and the sum in FP32 where main_grad is float32. autograd then gets no
+    weight gradient (weight.grad stays as it was) and `weight.grad_added_to_main_grad` is set to
+    True. For frameworks that reduce main_grad themselves; a DDP that reduces .grad needs it off.
+    DGE recipes (msfp4) add dW * f'(W) with one add of their own.
     """
 
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None,
+                 fuse_wgrad_accumulation=False):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.recipe = fp4jit.Recipe(recipe)
         self.seed = next(_layer_ids) if seed is None else int(seed)
         self.step = 0
+        self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self._plans = None
         _Plan(self.recipe, in_features, out_features)  # fail early on shapes the recipe refuses
 
     @classmethod
-    def from_linear(cls, linear, recipe, seed=None):
+    def from_linear(cls, linear, recipe, seed=None, fuse_wgrad_accumulation=False):
         """An FP4 layer sharing `linear`'s weight and bias Parameters (optimizer state stays)."""
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
@@ -351,6 +400,7 @@ class Linear(nn.Linear):
         layer.recipe = fp4jit.Recipe(recipe)
         layer.seed = next(_layer_ids) if seed is None else int(seed)
         layer.step = 0
+        layer.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         layer._plans = None
         _Plan(layer.recipe, layer.in_features, layer.out_features)
         return layer
@@ -395,8 +445,13 @@ class Linear(nn.Linear):
             self.step += 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)
 
+    def __setstate__(self, state):
+        state.setdefault("fuse_wgrad_accumulation", False)  # layers pickled before the option
+        super().__setstate__(state)
+
     def extra_repr(self):
-        return "%s, recipe=%s" % (super().extra_repr(), self.recipe.text)
+        return "%s, recipe=%s%s" % (super().extra_repr(), self.recipe.text,
+                                    ", fuse_wgrad_accumulation=True" if self.fuse_wgrad_accumulation else "")
 
 
 def _fits(recipe, linear):
@@ -409,7 +464,7 @@ def _fits(recipe, linear):
         return str(e)
 
 
-def convert(model, recipe, keep=None, seed=0):
+def convert(model, recipe, keep=None, seed=0, fuse_wgrad_accumulation=False):
     """Swaps the model's torch.nn.Linear layers for fp4jit Linear ones (in place; returns model).
 
     keep: layers that stay in high precision: an int N (the last N linear layers, in module
@@ -417,6 +472,7 @@ def convert(model, recipe, keep=None, seed=0):
     ("lm_head", "layers.11.*"), a list of them, or a callable (name, module) -> bool. Layers whose
     shapes the recipe cannot block (in or out features not a multiple of its block) stay too,
     with a warning. Seeds are seed + the layer's index in module order (equal on every rank).
+    fuse_wgrad_accumulation: Linear's option, for every converted layer.
     """
     recipe = fp4jit.Recipe(recipe)
     linears = [(n, m) for n, m in model.named_modules() if type(m) is nn.Linear]
@@ -443,7 +499,8 @@ def convert(model, recipe, keep=None, seed=0):
             continue
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, Linear.from_linear(module, recipe, seed=seed + index))
+        setattr(parent, child, Linear.from_linear(module, recipe, seed=seed + index,
+                                                  fuse_wgrad_accumulation=fuse_wgrad_accumulation))
     return model
 
 

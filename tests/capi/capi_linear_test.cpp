@@ -1,8 +1,10 @@
-// The C API's linear step (fp4jit_linear_forward / fp4jit_linear_backward[_bias]) on the host
-// backend: equal to quantize_pair + gemm byte for byte, with caller-given or library-owned
-// scratch, the bias gradient in its documented order, bad buffers named.
+// The C API's linear step (fp4jit_linear_forward / fp4jit_linear_backward[_bias|_accumulate]) on
+// the host backend: equal to quantize_pair + gemm byte for byte, with caller-given or
+// library-owned scratch, the bias gradient in its documented order, the weight gradient
+// accumulated into dw, bad buffers named.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -117,6 +119,35 @@ TEST(CApi, LinearStepEqualsPerOperationCalls) {
     EXPECT_EQ(dx2.data, dx_ref.data);
     EXPECT_EQ(dw2.data, dw_ref.data);
     EXPECT_EQ(db, fixed_order_column_sums(dy.data, t, out));
+    // Accumulated into dw by the wgrad GEMM's epilogue: the wgrad of fp4jit_gemm with beta * C
+    // (C the output itself) bit for bit, dx and db as without it.
+    for (const float beta : {1.0f, -2.0f}) {
+      Matrix dw4(out, in, 3.0f, 0.7f), dx4(t, in), want(out, in, 3.0f, 0.7f);
+      std::vector<float> db4(out, -1.0f);
+      fp4jit_tensor db4_t{db4.data(), FP4JIT_FLOAT32, 1, bias_shape, nullptr, FP4JIT_DEVICE_CPU, 0};
+      ASSERT_EQ(fp4jit_linear_backward_accumulate(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx4.t,
+                                                  &dw4.t, &db4_t, beta, 9, nullptr),
+                FP4JIT_OK)
+          << fp4jit_last_error();
+      fp4jit_gemm_epilogue acc;
+      fp4jit_gemm_epilogue_init(&acc);
+      acc.beta = beta;
+      acc.c = &want.t;
+      ASSERT_EQ(
+          fp4jit_gemm(eng, r.r, FP4JIT_WGRAD, &qdyt.q, &qxt.q, out, in, t, &want.t, &acc, nullptr),
+          FP4JIT_OK)
+          << fp4jit_last_error();
+      EXPECT_NE(want.data, dw_ref.data);  // C took part
+      EXPECT_EQ(dw4.data, want.data) << "dw_beta " << beta;
+      EXPECT_EQ(dx4.data, dx_ref.data);
+      EXPECT_EQ(db4, db);
+    }
+    expect_error(fp4jit_linear_backward_accumulate(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx2.t,
+                                                   nullptr, nullptr, 1.0f, 9, nullptr),
+                 FP4JIT_ERROR_INVALID_ARGUMENT, "no dw is given");
+    expect_error(fp4jit_linear_backward_accumulate(eng, r.r, in, &dy.t, saved.p, bwd.p, &dx2.t,
+                                                   &dw2.t, nullptr, NAN, 9, nullptr),
+                 FP4JIT_ERROR_INVALID_ARGUMENT, "dw_beta must be finite");
     // No scratch given: the library's own for the call, the same results.
     Matrix y3(t, out), dx3(t, in), dw3(out, in);
     std::vector<float> db3(out, -1.0f);

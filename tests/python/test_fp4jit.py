@@ -327,6 +327,14 @@ class LinearStep(unittest.TestCase):
                 np.testing.assert_array_equal(y2, y_ref)
                 np.testing.assert_array_equal(dx2, dx_ref)
                 np.testing.assert_array_equal(dw2, dw_ref)
+                # The weight gradient accumulated into dw: gemm("wgrad") with beta * C, C = dw.
+                main = sample(self.fout, self.fin, 23)
+                dw_acc = main.copy()
+                HOST.linear_backward(r, self.fin, dy, saved, None, dw=dw_acc, seed_dy=13, dw_beta=1.0)
+                want = main.copy()
+                HOST.gemm("wgrad", qdyt, qxt, out=want, c=want, beta=1.0)
+                np.testing.assert_array_equal(dw_acc, want)
+                self.assertFalse(np.array_equal(dw_acc, dw_ref))
 
     def test_bias_gradient_in_the_fixed_order(self):
         """db from linear_backward: dY's column sums in FP32, in the order every backend follows

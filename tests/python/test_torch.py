@@ -260,6 +260,50 @@ class Training(unittest.TestCase):
                     # quantize pass), the split one with PyTorch's own sum.
                     torch.testing.assert_close(got[0][3], got[1][3], rtol=1e-5, atol=1e-5, msg="db")
 
+    def test_fused_wgrad_accumulation_adds_into_main_grad(self):
+        """fuse_wgrad_accumulation: dW added into weight.main_grad by the wgrad GEMM's epilogue
+        (one-call and per-operation paths; msfp4's DGE with an add of its own) over two
+        micro-batches, against the same layer without it (weight.grad summed by autograd); dX and
+        db unchanged, no weight.grad, the flag set; a missing or misshapen main_grad named."""
+        for device in DEVICES:
+            for preset, split_path in (("mxfp4", False), ("nvfp4", False), ("nvfp4", True), ("msfp4", False)):
+                with self.subTest(device=device, preset=preset, split_path=split_path):
+                    torch.manual_seed(6)
+                    fused = fp4.Linear(128, 96, recipe=preset, device=device, seed=3, fuse_wgrad_accumulation=True)
+                    plain = fp4.Linear(128, 96, recipe=preset, device=device, seed=3)
+                    plain.load_state_dict(fused.state_dict())
+                    if split_path:  # both layers: each path sums db in its own order
+                        for layer in (fused, plain):
+                            layer._plan(torch.device(device)).fused = False
+                    start = torch.randn(96, 128, device=device)
+                    fused.weight.main_grad = start.clone()
+                    for _ in range(2):  # two micro-batches, the seeds advancing alike
+                        x = torch.randn(64, 128, device=device)
+                        dy = torch.randn(64, 96, device=device)
+                        got = []
+                        for layer in (fused, plain):
+                            xi = x.clone().requires_grad_(True)
+                            layer(xi).backward(dy)
+                            got.append((xi.grad, layer.bias.grad))
+                        torch.testing.assert_close(got[0][0], got[1][0], rtol=0, atol=0, msg="dx")
+                        torch.testing.assert_close(got[0][1], got[1][1], rtol=0, atol=0, msg="db")
+                    self.assertIsNone(fused.weight.grad)
+                    self.assertTrue(fused.weight.grad_added_to_main_grad)
+                    # Sums in FP32 either way; the epilogue may round dW's scaling and the add once.
+                    close(self, fused.weight.main_grad, (start + plain.weight.grad).double(), 1e-6,
+                          "%s %s main_grad" % (preset, device))
+            layer = fp4.Linear(128, 96, recipe="mxfp4", device=device, fuse_wgrad_accumulation=True)
+            self.assertIn("fuse_wgrad_accumulation=True", repr(layer))
+            x = torch.randn(64, 128, device=device, requires_grad=True)
+            with self.assertRaisesRegex(fp4jit.Error, "weight.main_grad is not set"):
+                layer(x).sum().backward()
+            layer.weight.main_grad = torch.zeros(128, 96, device=device)
+            with self.assertRaisesRegex(fp4jit.Error, r"main_grad must be a contiguous \[96, 128\] tensor"):
+                layer(x).sum().backward()
+            layer.weight.main_grad = torch.zeros(96, 128, device=device, dtype=torch.float16)
+            with self.assertRaisesRegex(fp4jit.Error, "tensor of float32 on .*, got \\[96, 128\\] float16"):
+                layer(x).sum().backward()
+
     def test_non_contiguous_weight(self):
         """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
         the same results as its contiguous copy, on the one-call path and the per-operation one
