@@ -14,6 +14,7 @@ The speed comparison with torch.nn.Linear in BF16 is bench/torch_linear_bench.py
 import sys
 import unittest
 import warnings
+from unittest import mock
 
 try:
     import numpy  # noqa: F401
@@ -266,8 +267,13 @@ class Training(unittest.TestCase):
         micro-batches, against the same layer without it (weight.grad summed by autograd); dX and
         db unchanged, no weight.grad, the flag set; a missing or misshapen main_grad named."""
         for device in DEVICES:
-            for preset, split_path in (("mxfp4", False), ("nvfp4", False), ("nvfp4", True), ("msfp4", False)):
-                with self.subTest(device=device, preset=preset, split_path=split_path):
+            for preset, split_path, in_epilogue in (("mxfp4", False, True), ("nvfp4", False, True),
+                                                    ("nvfp4", True, True), ("msfp4", False, True),
+                                                    ("mxfp4", False, False), ("nvfp4", True, False)):
+                # Both ways on every device: the wgrad epilogue's beta * C (in_epilogue), and dW in
+                # FP32 followed by an add (what CUDA does for an FP32 main_grad).
+                with self.subTest(device=device, preset=preset, split_path=split_path, in_epilogue=in_epilogue), \
+                        mock.patch.object(fp4, "_epilogue_accumulates", lambda main, e=in_epilogue: e):
                     torch.manual_seed(6)
                     fused = fp4.Linear(128, 96, recipe=preset, device=device, seed=3, fuse_wgrad_accumulation=True)
                     plain = fp4.Linear(128, 96, recipe=preset, device=device, seed=3)
