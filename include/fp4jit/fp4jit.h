@@ -361,9 +361,11 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward_bias(
     const void* saved, void* scratch, const fp4jit_tensor* dx, const fp4jit_tensor* dw,
     const fp4jit_tensor* db, uint64_t seed_dy, void* stream);
 /* The same, with dw = dW + dw_beta * dw (finite; dw required where dw_beta != 0): the wgrad
- * GEMM's epilogue reads dw as its C, so dw_beta = 1 accumulates the weight gradient into dw (an
- * FP32 main gradient summed over micro-batches, say) with no pass of its own; 0 is
- * fp4jit_linear_backward_bias. */
+ * GEMM's epilogue reads dw as its C, so dw_beta = 1 accumulates the weight gradient into dw (a
+ * main gradient summed over micro-batches, say) with no pass of its own; 0 is
+ * fp4jit_linear_backward_bias. On sm90 a 16-bit dw takes the staged kernel's TMA epilogue (beta *
+ * C about 1.25x the GEMM's time); an FP32 dw its register-store epilogue, where beta * C costs
+ * more than a separate add pass. */
 FP4JIT_API fp4jit_status fp4jit_linear_backward_accumulate(
     fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in, const fp4jit_tensor* dy,
     const void* saved, void* scratch, const fp4jit_tensor* dx, const fp4jit_tensor* dw,
