@@ -18,7 +18,10 @@ Gradients (--grads): `none` (the default) drops the layer's and the input's grad
 every step, as a training loop does after `optimizer.zero_grad()` (PyTorch's default
 set_to_none=True): autograd then keeps each returned gradient as it is. `accumulate` keeps them,
 so every step also adds dX, dW and db into the existing .grad tensors (gradient accumulation over
-micro-batches; the same extra kernels for every layer).
+micro-batches; the same extra kernels for every layer). `main_grad` keeps an FP32 weight.main_grad
+per layer that every step adds the weight gradient into, as Megatron-LM's optimizers do: BF16 and
+the `<recipe>/hook` rows through a post-accumulate-grad hook (main_grad += weight.grad, then the
+gradient freed), the `<recipe>` rows with fp4jit.torch.Linear(fuse_wgrad_accumulation=True).
 --out writes the table as JSON.
 """
 import argparse
@@ -36,6 +39,21 @@ def drop_grads(layer, x):
     returned instead of being added into the previous ones."""
     layer.zero_grad(set_to_none=True)
     x.grad = None
+
+
+def add_main_grad(layer, hook):
+    """An FP32 weight.main_grad for the layer; hook: the weight gradient added into it by a
+    post-accumulate-grad hook (and freed), as a framework does without fused accumulation."""
+    w = layer.weight
+    w.main_grad = torch.zeros(w.shape, dtype=torch.float32, device=w.device)
+
+    def add_and_free(param):
+        param.main_grad.add_(param.grad)
+        param.grad = None
+
+    if hook:
+        w.register_post_accumulate_grad_hook(add_and_free)
+    return layer
 
 
 def time_layer(layer, x, dy, warmup, iters, accumulate):
@@ -92,8 +110,9 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--chain", type=int, default=8, help="steps enqueued back to back per timing of the second figure")
-    ap.add_argument("--grads", choices=("none", "accumulate"), default="none",
-                    help="none: gradients dropped before each step (optimizer.zero_grad()); accumulate: added up")
+    ap.add_argument("--grads", choices=("none", "accumulate", "main_grad"), default="none",
+                    help="none: gradients dropped before each step (optimizer.zero_grad()); accumulate: added up; "
+                    "main_grad: the weight gradient added into an FP32 weight.main_grad")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -101,16 +120,24 @@ def main(argv=None):
         return 2
     rows = []
     accumulate = args.grads == "accumulate"
-    print("gradients: %s" % ("dropped before each step (optimizer.zero_grad())" if args.grads == "none"
-                             else "accumulated into .grad every step"))
-    print("%-18s %-10s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
+    print("gradients: %s" % {"none": "dropped before each step (optimizer.zero_grad())",
+                             "accumulate": "accumulated into .grad every step",
+                             "main_grad": "dW added into an FP32 weight.main_grad every step"}[args.grads])
+    main_grad = args.grads == "main_grad"
+    print("%-18s %-14s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
     for shape in args.shapes.split(","):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
         x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
         layers = [("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16))]
-        layers += [(r, fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16))
-                   for r in args.recipes.split(",") if r]
+        for r in (r for r in args.recipes.split(",") if r):
+            layers.append((r, fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16,
+                                         fuse_wgrad_accumulation=main_grad)))
+            if main_grad:
+                layers.append((r + "/hook", fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16)))
+        if main_grad:
+            layers = [(name, add_main_grad(layer, hook=not getattr(layer, "fuse_wgrad_accumulation", False)))
+                      for name, layer in layers]
         base = base_chain = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)
@@ -120,7 +147,7 @@ def main(argv=None):
             rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
                          "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3),
                          "in_a_row_sm_clock_mhz": clock})
-            print("%-18s %-10s %10.3f %9.2fx %12.3f %9.2fx %8s" % (shape, name, ms, base / ms, chain, base_chain / chain,
+            print("%-18s %-14s %10.3f %9.2fx %12.3f %9.2fx %8s" % (shape, name, ms, base / ms, chain, base_chain / chain,
                                                                    "-" if clock is None else "%d" % clock))
             del layer
         torch.cuda.empty_cache()
