@@ -383,11 +383,11 @@ class Linear(nn.Linear):
     the caller: a contiguous tensor shaped like the weight, float32 or the weight's dtype, on its
     device, zeroed when an accumulation window starts, as Megatron-LM's optimizers keep it) in the
     wgrad GEMM's epilogue (beta * C with C = main_grad) instead of returning it: no gradient tensor
-    of its own, no add pass, and the sum in FP32 where main_grad is float32 (on CUDA a float32
-    main_grad gets dW in FP32 and one add, which costs less there; see _epilogue_accumulates). autograd then gets no
-    weight gradient (weight.grad stays as it was) and `weight.grad_added_to_main_grad` is set to
-    True. For frameworks that reduce main_grad themselves; a DDP that reduces .grad needs it off.
-    DGE recipes (msfp4) add dW * f'(W) with one add of their own.
+    of its own, no add pass, and the sum in FP32 where main_grad is float32. On CUDA a float32
+    main_grad gets dW in FP32 and one add instead, which costs less there (_epilogue_accumulates);
+    DGE recipes (msfp4) add dW * f'(W) with one add as well. autograd then gets no weight gradient
+    (weight.grad stays as it was) and `weight.grad_added_to_main_grad` is set to True: for
+    frameworks that reduce main_grad themselves; a DDP that reduces .grad needs the option off.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None,
