@@ -174,10 +174,11 @@ def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw,
 
 def _epilogue_accumulates(main):
     """Whether the wgrad GEMM's epilogue adds dW into main_grad (beta * C): for every 16-bit
-    main_grad and on the host. On CUDA an FP32 output takes the staged kernel's register-store
-    epilogue, whose beta * C cost more than an add pass (bench/gemm_sm90_notes.md: FP32 output
-    0.246 ms, with beta * C 0.459, at 8192x4096x4096), so there dW goes to an FP32 buffer and one
-    add follows."""
+    main_grad and on the host. On CUDA an FP32 output takes the sm90 kernels' register-store
+    epilogue, whose beta * C costs more than an add pass (bench/gemm_sm90_notes.md: FP32 output
+    0.246 ms, with beta * C 0.459, at 8192x4096x4096 on an H200; an add over those 400 MB would
+    take about 0.13 ms at 3 TB/s, an estimate), so there dW goes to an FP32 buffer and one add
+    follows."""
     return not main.is_cuda or main.dtype != torch.float32
 
 
