@@ -364,7 +364,7 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward_bias(
  * GEMM's epilogue reads dw as its C, so dw_beta = 1 accumulates the weight gradient into dw (a
  * main gradient summed over micro-batches, say) with no pass of its own; 0 is
  * fp4jit_linear_backward_bias. On sm90 a 16-bit dw takes the staged kernel's TMA epilogue (the
- * GEMM 1.13-1.25x its time without C at 8192x4096x4096); an FP32 dw its register-store epilogue
+ * GEMM 1.12-1.24x its time without C at 8192x4096x4096); an FP32 dw its register-store epilogue
  * (1.87x), where a separate add pass should cost less. */
 FP4JIT_API fp4jit_status fp4jit_linear_backward_accumulate(
     fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in, const fp4jit_tensor* dy,
