@@ -129,15 +129,16 @@ def main(argv=None):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
         x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(tokens, fout, device="cuda", dtype=torch.bfloat16)
-        layers = [("bf16", torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16))]
+        def made(layer, hook):  # with --grads main_grad, its FP32 main_grad (hook: added by a hook)
+            return add_main_grad(layer, hook) if main_grad else layer
+
+        layers = [("bf16", made(torch.nn.Linear(fin, fout, device="cuda", dtype=torch.bfloat16), True))]
         for r in (r for r in args.recipes.split(",") if r):
-            layers.append((r, fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16,
-                                         fuse_wgrad_accumulation=main_grad)))
+            layers.append((r, made(fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16,
+                                              fuse_wgrad_accumulation=main_grad), False)))
             if main_grad:
-                layers.append((r + "/hook", fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16)))
-        if main_grad:
-            layers = [(name, add_main_grad(layer, hook=not getattr(layer, "fuse_wgrad_accumulation", False)))
-                      for name, layer in layers]
+                layers.append((r + "/hook", made(fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16),
+                                                 True)))
         base = base_chain = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)

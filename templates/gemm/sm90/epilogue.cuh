@@ -96,7 +96,8 @@ enum class BiasUse { test, no, yes };
 
 // The column terms of a tile's epilogue: the staged mx kernel's B factors (powers of two, applied
 // to the accumulator first), ms's column scales, the bias (per column, WarpColumns); beta * C (per
-// element, read next to its store).
+// element: apply_c next to its store in the register-store epilogue, load_c_clamped in groups
+// ahead of the stores in the TMA one).
 template <class Cfg, class T>
 struct EpilogueTerms {
   static constexpr bool kScale = T::kKind == ScaleKind::ms;
@@ -231,10 +232,11 @@ __device__ __forceinline__ void epilogue_store(const GemmParams& p, const WorkUn
 // clamped into D. The body is chosen for the whole GEMM (kC: beta * C; kBias: the bias absent /
 // present, or tested per pair where there is a C), so the pairs take no tests or branches (per-pair
 // tests and their branch regions were 40 % of the instructions a warp ran per tile, and the tensor
-// cores wait while both warpgroups run them). With kC, the C elements of eight column pairs are
-// loaded before any of them is used: a load under a per-pair branch waited for the one before it,
-// after a store to shared memory (beta * C took 1.6x the GEMM's time at 8192x4096x4096). The same
-// operations in the same order on every element that is stored, so the same bits.
+// cores wait while both warpgroups run them). With kC, the C elements of kGroup (two or four)
+// column pairs are loaded before any of them is used: a load under a per-pair branch waited for
+// the one before it, after a store to shared memory (beta * C took 1.6x the GEMM's time at
+// 8192x4096x4096). The same operations in the same order on every element that is stored, so the
+// same bits.
 template <bool kC, BiasUse kBias, class Cfg, class T>
 __device__ __forceinline__ void epilogue_tma_pairs(
     const GemmParams& p, const WorkUnit& w, const ConsumerRows& rw, const float (&acc)[T::kAccum],
