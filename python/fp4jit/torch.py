@@ -172,16 +172,6 @@ def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw,
         seed_dy, stream))
 
 
-def _epilogue_accumulates(main):
-    """Whether the wgrad GEMM's epilogue adds dW into main_grad (beta * C): for every 16-bit
-    main_grad and on the host. On CUDA an FP32 output takes the sm90 kernels' register-store
-    epilogue, whose beta * C costs more than an add pass (bench/gemm_sm90_notes.md: FP32 output
-    0.246 ms, with beta * C 0.459, at 8192x4096x4096 on an H200; an add over those 400 MB would
-    take about 0.13 ms at 3 TB/s, an estimate), so there dW goes to an FP32 buffer and one add
-    follows."""
-    return not main.is_cuda or main.dtype != torch.float32
-
-
 def _main_grad(layer, weight_dtype):
     """The layer's weight.main_grad for fused weight-gradient accumulation, checked."""
     weight = layer.weight
@@ -329,19 +319,18 @@ class _LinearFunction(torch.autograd.Function):
         w_dtype = ctx.w_dtype
         # Fused weight-gradient accumulation: dW goes into weight.main_grad, autograd gets none.
         main = _main_grad(ctx.layer, w_dtype) if want_dw and ctx.layer.fuse_wgrad_accumulation else None
-        fuse = main is not None and _epilogue_accumulates(main)
-        dw_dtype = w_dtype if main is None else torch.float32
         if want_dx:
             dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dev)
         if plan.fused:
             if want_dx or want_dw:
-                if want_dw and not fuse:
-                    dw = torch.empty((plan.out_features, plan.in_features), dtype=dw_dtype, device=dev)
+                if want_dw and main is None:
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                 # The bias gradient from dY's quantize pass (no read of dY of its own).
                 if want_db and ctx.bias_dtype in _BIAS_DTYPES:
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dev)
                 _linear_backward(engine, recipe, plan.calls, dev, plan.in_features, dy_full, ctx.saved_q, dx,
-                                 main if fuse else dw, db, ctx.seeds["dy"], stream, 1.0 if fuse else 0.0)
+                                 dw if main is None else main, db, ctx.seeds["dy"], stream,
+                                 0.0 if main is None else 1.0)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:
@@ -353,12 +342,12 @@ class _LinearFunction(torch.autograd.Function):
                     dw.mul_(engine.dge(recipe, weight.detach(), stream=stream))
                     if main is None:
                         dw = dw.to(w_dtype)
-                elif fuse:
+                elif main is not None:
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=main, c=main, beta=1.0, stream=stream)
                 else:
-                    dw = torch.empty((plan.out_features, plan.in_features), dtype=dw_dtype, device=dev)
+                    dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
-        if main is not None and dw is not None:  # dW in FP32, added once (rounded to main_grad's dtype)
+        if main is not None and dw is not None:  # DGE's dW in FP32, added once (rounded to main_grad's dtype)
             main.add_(dw)
             dw = None
         if main is not None:
@@ -384,9 +373,8 @@ class Linear(nn.Linear):
     the caller: a contiguous tensor shaped like the weight, float32 or the weight's dtype, on its
     device, zeroed when an accumulation window starts, as Megatron-LM's optimizers keep it) in the
     wgrad GEMM's epilogue (beta * C with C = main_grad) instead of returning it: no gradient tensor
-    of its own, no add pass, and the sum in FP32 where main_grad is float32. On CUDA a float32
-    main_grad gets dW in FP32 and one add instead, which costs less there (_epilogue_accumulates);
-    DGE recipes (msfp4) add dW * f'(W) with one add as well. autograd then gets no weight gradient
+    of its own, no add pass, and the sum in FP32 where main_grad is float32. DGE recipes (msfp4)
+    add dW * f'(W) with one add of their own. autograd then gets no weight gradient
     (weight.grad stays as it was) and `weight.grad_added_to_main_grad` is set to True: for
     frameworks that reduce main_grad themselves; a DDP that reduces .grad needs the option off.
     """

@@ -187,8 +187,9 @@ struct EpilogueRows {
 // epilogue_store's element loop. kC: with beta * C, whose elements for kGroup column pairs are
 // loaded (indices clamped into D: no test, no branch) before any of the group is stored. Loaded
 // under each pair's inside-D branch, after the previous pair's store to the same buffer (C may be
-// D), every C load waited for the one before it (FP32 out with beta * C took 1.87x the GEMM
-// without C at 8192x4096x4096). The same operations in the same order on every stored element.
+// D), every C load waited for the one before it: FP32 out with beta * C took 1.87x the GEMM
+// without C at 8192x4096x4096 that way, 1.09-1.28x this way (bench/gemm_sm90_notes.md). The same
+// operations in the same order on every stored element.
 template <bool kC, class Cfg, class T>
 __device__ __forceinline__ void epilogue_store_pairs(const GemmParams& p, const WorkUnit& w,
                                                      const ConsumerRows& rw,
