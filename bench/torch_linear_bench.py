@@ -22,6 +22,10 @@ micro-batches; the same extra kernels for every layer). `main_grad` keeps an FP3
 per layer that every step adds the weight gradient into, as Megatron-LM's optimizers do: BF16 and
 the `<recipe>/hook` rows through a post-accumulate-grad hook (main_grad += weight.grad, then the
 gradient freed), the `<recipe>` rows with fp4jit.torch.Linear(fuse_wgrad_accumulation=True).
+--keep-weights adds a `<recipe>/kept` row per recipe: W quantized once per optimizer step and
+reused by its other micro-batches (fp4jit.torch.Linear's is_first_microbatch): each chain of the
+second figure is one optimizer step (its first step quantizes W, the others reuse it), and the
+first figure times micro-batches that reuse it.
 --out writes the table as JSON.
 """
 import argparse
@@ -56,8 +60,15 @@ def add_main_grad(layer, hook):
     return layer
 
 
+def microbatch(layer, first):
+    """For a `<recipe>/kept` layer: whether the next step is its optimizer step's first micro-batch."""
+    if getattr(layer, "bench_kept", False):
+        layer.is_first_microbatch = first
+
+
 def time_layer(layer, x, dy, warmup, iters, accumulate):
-    for _ in range(warmup):
+    for i in range(warmup):
+        microbatch(layer, i == 0)
         layer(x).backward(dy)
     torch.cuda.synchronize()
     times = []
@@ -90,9 +101,10 @@ def time_chain(layer, x, dy, chain, iters, accumulate):
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(chain):
+        for i in range(chain):
             if not accumulate:
                 drop_grads(layer, x)
+            microbatch(layer, i == 0)
             layer(x).backward(dy)
         end.record()
         clock = _clock_mhz()
@@ -113,6 +125,8 @@ def main(argv=None):
     ap.add_argument("--grads", choices=("none", "accumulate", "main_grad"), default="none",
                     help="none: gradients dropped before each step (optimizer.zero_grad()); accumulate: added up; "
                     "main_grad: the weight gradient added into an FP32 weight.main_grad")
+    ap.add_argument("--keep-weights", action="store_true",
+                    help="also each recipe with W quantized once per chain of steps (is_first_microbatch)")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -139,6 +153,11 @@ def main(argv=None):
             if main_grad:
                 layers.append((r + "/hook", made(fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16),
                                                  True)))
+            if args.keep_weights:
+                kept = made(fp4.Linear(fin, fout, recipe=r, device="cuda", dtype=torch.bfloat16,
+                                       fuse_wgrad_accumulation=main_grad), False)
+                kept.bench_kept = True
+                layers.append((r + "/kept", kept))
         base = base_chain = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)

@@ -186,11 +186,34 @@ fp4jit_status fp4jit_linear_buffers_query(const fp4jit_recipe* recipe, int64_t t
   });
 }
 
+fp4jit_status fp4jit_linear_weights_query(const fp4jit_recipe* recipe, int64_t tokens, int64_t in,
+                                          int64_t out, int64_t* saved_bytes,
+                                          int64_t* weight_bytes) {
+  return guard([&] {
+    require(recipe, "recipe");
+    require(saved_bytes, "saved bytes output");
+    require(weight_bytes, "weight bytes output");
+    const LinearBuffers b = Engine::linear_buffers(recipe->recipe, LinearShape{tokens, in, out});
+    *saved_bytes = b.saved_x_bytes;
+    *weight_bytes = b.weight_bytes;
+  });
+}
+
 fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* recipe,
                                     const fp4jit_tensor* x, const fp4jit_tensor* w,
                                     const fp4jit_tensor* bias, const fp4jit_tensor* y,
                                     uint64_t seed_x, uint64_t seed_w, void* saved, void* scratch,
                                     void* stream) {
+  return fp4jit_linear_forward_weights(engine, recipe, x, w, bias, y, seed_x, seed_w, saved,
+                                       scratch, nullptr, 1, stream);
+}
+
+fp4jit_status fp4jit_linear_forward_weights(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                            const fp4jit_tensor* x, const fp4jit_tensor* w,
+                                            const fp4jit_tensor* bias, const fp4jit_tensor* y,
+                                            uint64_t seed_x, uint64_t seed_w, void* saved,
+                                            void* scratch, void* weights, int quantize_weights,
+                                            void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -203,7 +226,8 @@ fp4jit_status fp4jit_linear_forward(fp4jit_engine* engine, const fp4jit_recipe* 
         bias != nullptr ? to_vector(bias, "linear forward bias", vw.rows, b, dev) : TensorView{};
     std::lock_guard lock(engine->mutex);
     engine->engine.linear_forward(recipe->recipe, vx, vw, vb.data, vb.dtype, vy, seed_x, seed_w,
-                                  saved, scratch, stream);
+                                  saved, scratch, stream,
+                                  LinearWeights{weights, quantize_weights != 0});
   });
 }
 
@@ -213,6 +237,16 @@ fp4jit_status fp4jit_linear_backward_accumulate(fp4jit_engine* engine, const fp4
                                                 const fp4jit_tensor* dx, const fp4jit_tensor* dw,
                                                 const fp4jit_tensor* db, float dw_beta,
                                                 uint64_t seed_dy, void* stream) {
+  return fp4jit_linear_backward_weights(engine, recipe, in, dy, saved, nullptr, scratch, dx, dw, db,
+                                        dw_beta, seed_dy, stream);
+}
+
+fp4jit_status fp4jit_linear_backward_weights(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                             int64_t in, const fp4jit_tensor* dy,
+                                             const void* saved, const void* weights,
+                                             void* scratch, const fp4jit_tensor* dx,
+                                             const fp4jit_tensor* dw, const fp4jit_tensor* db,
+                                             float dw_beta, uint64_t seed_dy, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -228,7 +262,7 @@ fp4jit_status fp4jit_linear_backward_accumulate(fp4jit_engine* engine, const fp4
                                : TensorView{};
     std::lock_guard lock(engine->mutex);
     engine->engine.linear_backward(recipe->recipe, in, vdy, saved, scratch, vdx, vdw, vdb.data,
-                                   vdb.dtype, seed_dy, stream, dw_beta);
+                                   vdb.dtype, seed_dy, stream, dw_beta, weights);
   });
 }
 

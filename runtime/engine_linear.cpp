@@ -82,16 +82,24 @@ Layouts layouts(const Recipe& r, const LinearShape& s) {
 }
 
 // The same carving for sizes (null bases) and for use: saved = xt, wt; forward = x, w;
-// backward = dy, dyt.
-LinearBuffers carve(const Layouts& l, void* saved, void* fwd, void* bwd, Operands& q) {
-  Carver cs(saved), cf(fwd), cb(bwd);
+// backward = dy, dyt; a LinearWeights buffer = w, wt (which then replace those of saved and
+// forward: weights null leaves them there).
+LinearBuffers carve(const Layouts& l, void* saved, void* fwd, void* bwd, Operands& q,
+                    const void* weights = nullptr) {
+  Carver cs(saved), cf(fwd), cb(bwd), cw(const_cast<void*>(weights));
   q.xt = cs.take(l.xt);
+  const std::int64_t saved_x = cs.bytes();
   q.wt = cs.take(l.wt);
   q.x = cf.take(l.x);
   q.w = cf.take(l.w);
   q.dy = cb.take(l.dy);
   q.dyt = cb.take(l.dyt);
-  return {cs.bytes(), cf.bytes(), cb.bytes()};
+  const QuantizedView w = cw.take(l.w), wt = cw.take(l.wt);
+  if (weights != nullptr) {
+    q.w = w;
+    q.wt = wt;
+  }
+  return {cs.bytes(), cf.bytes(), cb.bytes(), cw.bytes(), saved_x};
 }
 
 // The caller's scratch, or where it gave none the backend's, of the size the carving gives that
@@ -114,7 +122,7 @@ LinearBuffers Engine::linear_buffers(const Recipe& recipe, const LinearShape& sh
 void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
                             const void* bias, DType bias_dtype, const TensorView& y,
                             std::uint64_t seed_x, std::uint64_t seed_w, void* saved, void* scratch,
-                            void* stream) {
+                            void* stream, const LinearWeights& weights) {
   const LinearShape s{x.rows, x.cols, w.rows};
   const Layouts l = layouts(recipe, s);
   if (w.cols != x.cols)
@@ -125,14 +133,22 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
   scratch =
       scratch_or_own(*backend_, scratch, l, &LinearBuffers::forward_scratch_bytes, stream, own);
   check_buffer(scratch, "forward scratch");
+  if (weights.data != nullptr) check_buffer(weights.data, "weights");
   Operands q;
-  carve(l, saved, scratch, nullptr, q);
+  carve(l, saved, scratch, nullptr, q, weights.data);
   if (saved != nullptr) {
     check_buffer(saved, "saved");
     quantize_pair(recipe, Role::x, x, q.x, q.xt, QuantizeArgs{seed_x, 0}, stream);
-    quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
   } else {
     quantize(recipe, Role::x, x, q.x, QuantizeArgs{seed_x, 0}, stream);
+  }
+  if (weights.data != nullptr) {
+    if (weights.quantize) {  // both copies: later forwards of the same W may have a backward
+      quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
+    }
+  } else if (saved != nullptr) {
+    quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
+  } else {
     quantize(recipe, Role::w, w, q.w, QuantizeArgs{seed_w, 0}, stream);
   }
   GemmEpilogue e;
@@ -144,7 +160,7 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
 void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                              const void* saved, void* scratch, const TensorView& dx,
                              const TensorView& dw, void* db, DType db_dtype, std::uint64_t seed_dy,
-                             void* stream, float dw_beta) {
+                             void* stream, float dw_beta, const void* weights) {
   const LinearShape s{dy.rows, in, dy.cols};
   const Layouts l = layouts(recipe, s);
   if (dx.data == nullptr && dw.data == nullptr)
@@ -159,8 +175,9 @@ void Engine::linear_backward(const Recipe& recipe, std::int64_t in, const Tensor
   scratch =
       scratch_or_own(*backend_, scratch, l, &LinearBuffers::backward_scratch_bytes, stream, own);
   check_buffer(scratch, "backward scratch");
+  if (weights != nullptr) check_buffer(weights, "weights");
   Operands q;
-  carve(l, const_cast<void*>(saved), nullptr, scratch, q);
+  carve(l, const_cast<void*>(saved), nullptr, scratch, q, weights);
   QuantizeArgs args{seed_dy, 0};
   args.column_sums = db;  // the bias gradient from the same read of dY
   args.column_sums_dtype = db_dtype;

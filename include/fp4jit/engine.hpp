@@ -94,6 +94,21 @@ struct LinearShape {
 // pool, stream-ordered, kept mapped across calls as the GEMMs' scratch is).
 struct LinearBuffers {
   std::int64_t saved_bytes = 0, forward_scratch_bytes = 0, backward_scratch_bytes = 0;
+  // With W's copies in a LinearWeights buffer instead: that buffer's bytes (W and W^T quantized),
+  // and the bytes of `saved` then (X^T only, the first saved_x_bytes of the layout above).
+  std::int64_t weight_bytes = 0, saved_x_bytes = 0;
+};
+
+// W's two quantized copies (fprop's W, dgrad's W^T) kept by the caller across linear steps: the
+// micro-batches of one optimizer step, whose W does not change, quantize it once. `data`: a buffer
+// of LinearBuffers::weight_bytes in the backend's memory, 256-byte aligned, that the backward of
+// every forward that used it reads as well (linear_backward's `weights`).
+struct LinearWeights {
+  void* data = nullptr;  // null: each forward quantizes W into its scratch and saved buffers
+  // true: this forward quantizes W into `data` (both copies, whether or not a backward follows),
+  // with seed_w; false: `data` holds them from an earlier forward of the same W (not read now;
+  // its view gives the shape), which the caller vouches has not changed since.
+  bool quantize = true;
 };
 
 struct EngineOptions {
@@ -155,20 +170,22 @@ class Engine {
   // extra steps take the per-operation calls. Buffers: linear_buffers(), 256-byte aligned.
   static LinearBuffers linear_buffers(const Recipe& recipe, const LinearShape& shape);
   // y [tokens, out] = X W^T [+ bias ([out] of bias_dtype, or null)]; saved null: no backward
-  // follows (X and W quantized row-wise only).
+  // follows (X and W quantized row-wise only). weights: W's copies kept across calls (above).
   void linear_forward(const Recipe& recipe, const TensorView& x, const TensorView& w,
                       const void* bias, DType bias_dtype, const TensorView& y, std::uint64_t seed_x,
-                      std::uint64_t seed_w, void* saved, void* scratch, void* stream = nullptr);
+                      std::uint64_t seed_w, void* saved, void* scratch, void* stream = nullptr,
+                      const LinearWeights& weights = {});
   // dx [tokens, in] and dw [out, in] from dy [tokens, out] and the forward's saved buffer; a
   // view with null data is not computed (at least one must be given). db ([out] of db_dtype, or
   // null): the bias gradient, dY's column sums (QuantizeArgs::column_sums), taken from dY's
   // quantize pass. dw_beta: dw = dW + dw_beta * dw, by the wgrad GEMM's epilogue (beta * C with
   // C = dw): 1 accumulates the weight gradient into dw, e.g. an FP32 main gradient summed over
-  // micro-batches, without a pass of its own; 0 (the default) overwrites dw.
+  // micro-batches, without a pass of its own; 0 (the default) overwrites dw. weights: the
+  // LinearWeights buffer its forward used (W^T read from there), or null (from saved).
   void linear_backward(const Recipe& recipe, std::int64_t in, const TensorView& dy,
                        const void* saved, void* scratch, const TensorView& dx, const TensorView& dw,
                        void* db, DType db_dtype, std::uint64_t seed_dy, void* stream = nullptr,
-                       float dw_beta = 0.0f);
+                       float dw_beta = 0.0f, const void* weights = nullptr);
 
  private:
   std::unique_ptr<Backend> backend_;

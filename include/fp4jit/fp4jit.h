@@ -371,6 +371,35 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward_accumulate(
     const void* saved, void* scratch, const fp4jit_tensor* dx, const fp4jit_tensor* dw,
     const fp4jit_tensor* db, float dw_beta, uint64_t seed_dy, void* stream);
 
+/* ---- W quantized once for several steps ------------------------------------------------ */
+
+/* The micro-batches of one optimizer step share W: a forward may quantize W's two copies (fprop's
+ * W, dgrad's W^T) into a `weights` buffer that the caller keeps (in the backend's memory, 256-byte
+ * aligned, of *weight_bytes), and the forwards after it read them from there instead of quantizing
+ * W again. *saved_bytes: the `saved` buffer's size when W^T lives in `weights` (X^T only). */
+FP4JIT_API fp4jit_status fp4jit_linear_weights_query(const fp4jit_recipe* recipe, int64_t tokens,
+                                                     int64_t in, int64_t out,
+                                                     int64_t* saved_bytes, int64_t* weight_bytes);
+
+/* fp4jit_linear_forward with W's copies in `weights` (NULL: as fp4jit_linear_forward):
+ * quantize_weights != 0 quantizes W into it (both copies, whether or not a backward follows, with
+ * seed_w); 0 uses the copies an earlier call put there (W's data is not read, its shape is; the
+ * caller vouches that W has not changed since). Every backward of a forward that used `weights`
+ * reads W^T from it: fp4jit_linear_backward_weights. */
+FP4JIT_API fp4jit_status fp4jit_linear_forward_weights(
+    fp4jit_engine* engine, const fp4jit_recipe* recipe, const fp4jit_tensor* x,
+    const fp4jit_tensor* w, const fp4jit_tensor* bias, const fp4jit_tensor* y, uint64_t seed_x,
+    uint64_t seed_w, void* saved, void* scratch, void* weights, int quantize_weights, void* stream);
+
+/* fp4jit_linear_backward_accumulate with W^T read from `weights` (its forward's; NULL: from
+ * saved). */
+FP4JIT_API fp4jit_status fp4jit_linear_backward_weights(
+    fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in, const fp4jit_tensor* dy,
+    const void* saved, const void* weights, void* scratch, const fp4jit_tensor* dx,
+    const fp4jit_tensor* dw, const fp4jit_tensor* db, float dw_beta, uint64_t seed_dy,
+    void* stream);
+
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

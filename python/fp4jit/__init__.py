@@ -152,7 +152,11 @@ def layout(recipe, role, rows, cols):
     return recipe._cached((role, int(rows), int(cols)), query)
 
 
-LinearBuffers = collections.namedtuple("LinearBuffers", "saved_bytes forward_scratch_bytes backward_scratch_bytes")
+LinearBuffers = collections.namedtuple(
+    "LinearBuffers", "saved_bytes forward_scratch_bytes backward_scratch_bytes weight_bytes saved_x_bytes")
+LinearBuffers.__doc__ = """Bytes of a linear step's buffers: saved (X^T and W^T quantized, from a
+forward to its backward), forward and backward scratch; with W's copies kept in a weights buffer
+across steps (linear_forward's `weights`): that buffer's bytes and saved's then (X^T only)."""
 
 
 def linear_buffers(recipe, tokens, in_features, out_features):
@@ -164,7 +168,11 @@ def linear_buffers(recipe, tokens, in_features, out_features):
     def query():
         b = _lib.LinearBuffers()
         _lib.check(_lib.lib.fp4jit_linear_buffers_query(recipe._handle, *shape, ctypes.byref(b)))
-        return LinearBuffers(b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes)
+        saved_x, weight = ctypes.c_int64(), ctypes.c_int64()
+        _lib.check(_lib.lib.fp4jit_linear_weights_query(recipe._handle, *shape, ctypes.byref(saved_x),
+                                                        ctypes.byref(weight)))
+        return LinearBuffers(b.saved_bytes, b.forward_scratch_bytes, b.backward_scratch_bytes, weight.value,
+                             saved_x.value)
 
     return recipe._cached(("linear",) + shape, query)
 
@@ -452,16 +460,22 @@ class Engine:
     def linear_buffers(self, recipe, tokens, in_features, out_features):
         """Bytes of the buffers of linear_forward / linear_backward for Y [tokens, out] = X W^T:
         a LinearBuffers with saved_bytes (X^T and W^T quantized, kept from a forward to its
-        backward), forward_scratch_bytes and backward_scratch_bytes."""
+        backward), forward_scratch_bytes and backward_scratch_bytes; weight_bytes and saved_x_bytes
+        (saved's size then) for W's copies kept in a `weights` buffer."""
         return linear_buffers(recipe, tokens, in_features, out_features)
 
     def linear_forward(self, recipe, x, w, y, bias=None, seed_x=0, seed_w=0, saved=None, scratch=None,
-                       stream=None):
+                       stream=None, weights=None, quantize_weights=True):
         """y [tokens, out] = X W^T [+ bias] with X and W quantized as the recipe says (both copies
         when `saved` is given: the backward's X^T and W^T go there). saved / scratch: uint8
         arrays in the engine's memory of linear_buffers' sizes (256-byte aligned); scratch None:
         the library's own for the call. Equal to quantize_pair + gemm("fprop") with the same
-        seeds, bit for bit."""
+        seeds, bit for bit.
+        weights: a uint8 array of linear_buffers' weight_bytes that holds W's two copies across
+        calls (the micro-batches of one optimizer step): quantize_weights True quantizes W into
+        it (both copies), False reads the copies an earlier call left there (w's data is not
+        read; the caller vouches W has not changed). saved then holds X^T only (saved_x_bytes),
+        and the backward takes the same `weights`."""
         recipe = _recipe(recipe)
         s = _arrays.stream_handle(stream, y)
         vx = _arrays.view(x, "linear_forward x", s)
@@ -469,19 +483,23 @@ class Engine:
         vy = _arrays.view(y, "linear_forward y", s)
         vb = _arrays.view(bias, "linear_forward bias", s) if bias is not None else None
         b = linear_buffers(recipe, vx.rows, vx.cols, vw.rows)
-        p_saved = None if saved is None else _arrays.buffer_pointer(saved, "linear_forward saved", b.saved_bytes)
+        saved_bytes = b.saved_bytes if weights is None else b.saved_x_bytes
+        p_saved = None if saved is None else _arrays.buffer_pointer(saved, "linear_forward saved", saved_bytes)
         p_scratch = (None if scratch is None
                      else _arrays.buffer_pointer(scratch, "linear_forward scratch", b.forward_scratch_bytes))
+        p_weights = (None if weights is None
+                     else _arrays.buffer_pointer(weights, "linear_forward weights", b.weight_bytes))
         _lib.check(
-            _lib.lib.fp4jit_linear_forward(
+            _lib.lib.fp4jit_linear_forward_weights(
                 self._handle, recipe._handle, vx.ref(), vw.ref(), vb.ref() if vb is not None else None, vy.ref(),
-                int(seed_x) & (2**64 - 1), int(seed_w) & (2**64 - 1), p_saved, p_scratch, s,
+                int(seed_x) & (2**64 - 1), int(seed_w) & (2**64 - 1), p_saved, p_scratch, p_weights,
+                1 if quantize_weights else 0, s,
             )
         )
         return y
 
     def linear_backward(self, recipe, in_features, dy, saved, scratch, dx=None, dw=None, seed_dy=0, stream=None,
-                        db=None, dw_beta=0.0):
+                        db=None, dw_beta=0.0, weights=None):
         """dx [tokens, in] and / or dw [out, in] from dy [tokens, out] and the forward's `saved`
         buffer (scratch None: the library's own for the call). Equal to quantize_pair("dy") +
         gemm("dgrad") / gemm("wgrad") bit for bit.
@@ -489,7 +507,8 @@ class Engine:
         taken from dy's quantize pass (FP32 additions in a fixed order, rounded once to db's
         dtype: the same bits on every backend).
         dw_beta: dw = dW + dw_beta * dw, in the wgrad GEMM's epilogue (gemm("wgrad", ...,
-        out=dw, c=dw, beta=dw_beta) bit for bit): 1 accumulates the weight gradient into dw."""
+        out=dw, c=dw, beta=dw_beta) bit for bit): 1 accumulates the weight gradient into dw.
+        weights: the buffer its forward kept W's copies in (W^T read from there), or None."""
         recipe = _recipe(recipe)
         if dx is None and dw is None:
             raise Error("INVALID_ARGUMENT", "linear_backward: neither dx nor dw is asked for")
@@ -499,12 +518,15 @@ class Engine:
         vdw = _arrays.view(dw, "linear_backward dw", s) if dw is not None else None
         vdb = _arrays.view(db, "linear_backward db", s) if db is not None else None
         b = linear_buffers(recipe, vdy.rows, in_features, vdy.cols)
-        p_saved = _arrays.buffer_pointer(saved, "linear_backward saved", b.saved_bytes)
+        p_saved = _arrays.buffer_pointer(saved, "linear_backward saved",
+                                         b.saved_bytes if weights is None else b.saved_x_bytes)
+        p_weights = (None if weights is None
+                     else _arrays.buffer_pointer(weights, "linear_backward weights", b.weight_bytes))
         p_scratch = (None if scratch is None
                      else _arrays.buffer_pointer(scratch, "linear_backward scratch", b.backward_scratch_bytes))
         _lib.check(
-            _lib.lib.fp4jit_linear_backward_accumulate(
-                self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_scratch,
+            _lib.lib.fp4jit_linear_backward_weights(
+                self._handle, recipe._handle, int(in_features), vdy.ref(), p_saved, p_weights, p_scratch,
                 vdx.ref() if vdx is not None else None, vdw.ref() if vdw is not None else None,
                 vdb.ref() if vdb is not None else None, float(dw_beta), int(seed_dy) & (2**64 - 1), s,
             )

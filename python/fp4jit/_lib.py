@@ -305,6 +305,20 @@ def _declare(lib, path):
             [vp, vp, ctypes.c_int64, P(Tensor), vp, vp, P(Tensor), P(Tensor), P(Tensor), ctypes.c_float,
              ctypes.c_uint64, vp],
         ),
+        "fp4jit_linear_weights_query": (
+            ctypes.c_int,
+            [vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, P(ctypes.c_int64), P(ctypes.c_int64)],
+        ),
+        "fp4jit_linear_forward_weights": (
+            ctypes.c_int,
+            [vp, vp, P(Tensor), P(Tensor), P(Tensor), P(Tensor), ctypes.c_uint64, ctypes.c_uint64, vp, vp, vp,
+             ctypes.c_int, vp],
+        ),
+        "fp4jit_linear_backward_weights": (
+            ctypes.c_int,
+            [vp, vp, ctypes.c_int64, P(Tensor), vp, vp, vp, P(Tensor), P(Tensor), P(Tensor), ctypes.c_float,
+             ctypes.c_uint64, vp],
+        ),
     }
     for name, (restype, argtypes) in sigs.items():
         try:

@@ -32,7 +32,7 @@ from torch import nn
 import fp4jit
 from . import _arrays, _lib
 
-__all__ = ["Linear", "convert", "fake_quantize"]
+__all__ = ["Linear", "convert", "fake_quantize", "set_first_microbatch"]
 
 _MASK64 = (1 << 64) - 1
 _ROLE_INDEX = {"x": 1, "w": 2, "dy": 3}
@@ -147,29 +147,34 @@ class _Calls(threading.local):
                 None if sd is None else sd[1])
 
 
-def _linear_forward(engine, recipe, calls, dev, x, w, y, bias, seeds, saved, stream):
+def _linear_forward(engine, recipe, calls, dev, x, w, y, bias, seeds, saved, stream, weights=None,
+                    quantize_weights=True):
     """Engine.linear_forward for this layer's own tensors, without its generic argument handling:
     x, w, y (and bias) contiguous PyTorch tensors, saved a buffer of linear_buffers' size made by
     _byte_buffer (None: no backward follows); the scratch is the library's own (its workspace
-    pool on CUDA: no PyTorch allocation). The library checks shapes, dtypes and alignment as ever."""
+    pool on CUDA: no PyTorch allocation). weights: W's copies kept across steps (a _byte_buffer of
+    weight_bytes; quantize_weights: this call fills it) or None. The library checks shapes, dtypes
+    and alignment as ever."""
     key = (0, x.shape[0], x.dtype, w.dtype, y.dtype, None if bias is None else bias.dtype, dev)
     px, pw, pb, py = calls.slots(key, (x, "Linear input"), (w, "Linear weight"), (bias, "Linear bias"),
                                  (y, "Linear output"))
-    _lib.check(_lib.lib.fp4jit_linear_forward(
+    _lib.check(_lib.lib.fp4jit_linear_forward_weights(
         engine._handle, recipe._handle, px, pw, pb, py, seeds["x"], seeds["w"],
-        None if saved is None else saved.data_ptr(), None, stream))
+        None if saved is None else saved.data_ptr(), None, None if weights is None else weights.data_ptr(),
+        1 if quantize_weights else 0, stream))
 
 
-def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw, db, seed_dy, stream, dw_beta=0.0):
+def _linear_backward(engine, recipe, calls, dev, in_features, dy, saved, dx, dw, db, seed_dy, stream, dw_beta=0.0,
+                     weights=None):
     """Engine.linear_backward likewise (dy, dx, dw, db contiguous PyTorch tensors or None; dw_beta 1:
-    the weight gradient added into dw)."""
+    the weight gradient added into dw; weights: the forward's, or None)."""
     key = (1, dy.shape[0], dy.dtype, None if dx is None else dx.dtype, None if dw is None else dw.dtype,
            None if db is None else db.dtype, dev)
     pdy, pdx, pdw, pdb = calls.slots(key, (dy, "Linear output gradient"), (dx, "Linear input gradient"),
                                      (dw, "Linear weight gradient"), (db, "Linear bias gradient"))
-    _lib.check(_lib.lib.fp4jit_linear_backward_accumulate(
-        engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(), None, pdx, pdw, pdb, dw_beta,
-        seed_dy, stream))
+    _lib.check(_lib.lib.fp4jit_linear_backward_weights(
+        engine._handle, recipe._handle, in_features, pdy, saved.data_ptr(),
+        None if weights is None else weights.data_ptr(), None, pdx, pdw, pdb, dw_beta, seed_dy, stream))
 
 
 def _main_grad(layer, weight_dtype):
@@ -196,6 +201,52 @@ def _main_grad(layer, weight_dtype):
                "" if main.is_contiguous() else " (not contiguous)", main.device),
         )
     return main
+
+
+class _Weights:
+    """A layer's quantized W kept over the micro-batches of one optimizer step (is_first_microbatch):
+    the one-call path's weights buffer (Engine.linear_forward's `weights`) or the per-operation
+    path's two QuantizedTensors, with what identifies the W they were made from."""
+
+    __slots__ = ("key", "buffer", "qw", "qwt")
+
+    def __init__(self, key):
+        self.key = key
+        self.buffer = self.qw = self.qwt = None
+
+
+def _weight_key(weight):
+    """What says W is the tensor it was: storage, view, dtype and PyTorch's version counter (which
+    every in-place update, an optimizer step's among them, advances)."""
+    return (weight.data_ptr(), tuple(weight.shape), tuple(weight.stride()), weight.dtype, weight.device,
+            weight._version)
+
+
+def _weights_for(layer, weight, first):
+    """(the layer's _Weights, whether this forward quantizes W into it) for is_first_microbatch =
+    first (True or False); checks that a reusing forward's W is the one quantized."""
+    key = _weight_key(weight)
+    if first:  # new buffers: a backward still pending may read the previous ones
+        layer._weights = _Weights(key)
+        return layer._weights, True
+    cached = layer._weights
+    if cached is None:
+        raise fp4jit.Error(
+            "INVALID_ARGUMENT",
+            "fp4jit.torch.Linear(%d, %d): is_first_microbatch=False, but no forward with "
+            "is_first_microbatch=True has quantized this layer's weight yet"
+            % (layer.in_features, layer.out_features),
+        )
+    if cached.key != key:
+        raise fp4jit.Error(
+            "INVALID_ARGUMENT",
+            "fp4jit.torch.Linear(%d, %d): is_first_microbatch=False, but the weight changed since "
+            "it was quantized (%s): pass is_first_microbatch=True on the first micro-batch after every "
+            "update of the weight"
+            % (layer.in_features, layer.out_features,
+               "updated in place, e.g. by an optimizer step" if cached.key[:-1] == key[:-1] else "another tensor"),
+        )
+    return cached, False
 
 
 class _Plan:
@@ -259,7 +310,8 @@ class _Plan:
 
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, layer, seeds, backward):
+    def forward(ctx, x, weight, bias, layer, seeds, backward, kept=None):
+        # kept: (_Weights, fill) where W's copies are kept over micro-batches, else None.
         dev = x.device  # a new torch.device at every access
         plan = layer._plan(dev)
         recipe, engine = plan.recipe, engine_for(dev)
@@ -279,21 +331,36 @@ class _LinearFunction(torch.autograd.Function):
             b = bias if bias.dtype in _BIAS_DTYPES else bias.to(torch.float32)
             if not b.is_contiguous():
                 b = b.contiguous()
-        qxt = qwt = saved = None
+        qxt = qwt = saved = wbuf = None
         if plan.fused:
-            saved = _byte_buffer(plan.buffers(padded).saved_bytes, dev) if backward else None
-            _linear_forward(engine, recipe, plan.calls, dev, x, weight, y, b, seeds, saved, stream)
-        elif backward:  # the transposed copies for dgrad and wgrad, from the same reads
-            qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
-            qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+            sizes = plan.buffers(padded)
+            if kept is not None:
+                if kept[1]:
+                    kept[0].buffer = _byte_buffer(sizes.weight_bytes, dev)
+                wbuf = kept[0].buffer
+            if backward:
+                saved = _byte_buffer(sizes.saved_bytes if wbuf is None else sizes.saved_x_bytes, dev)
+            _linear_forward(engine, recipe, plan.calls, dev, x, weight, y, b, seeds, saved, stream, wbuf,
+                            kept is not None and kept[1])
         else:
-            qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
-            qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
+            if backward:  # the transposed copies for dgrad and wgrad, from the same reads
+                qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
+            else:
+                qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
+            if kept is not None:
+                if kept[1]:  # both copies: later micro-batches may have a backward
+                    kept[0].qw, kept[0].qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"],
+                                                                   stream=stream)
+                qw, qwt = kept[0].qw, kept[0].qwt
+            elif backward:
+                qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+            else:
+                qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
         if not plan.fused:
             occ_w = weight if plan.ops["x"].occ else None
             engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
         ctx.layer, ctx.seeds, ctx.tokens, ctx.padded = layer, seeds, tokens, padded
-        ctx.qxt, ctx.qwt, ctx.saved_q = qxt, qwt, saved
+        ctx.qxt, ctx.qwt, ctx.saved_q, ctx.wbuf = qxt, qwt, saved, wbuf
         ctx.x_dtype, ctx.w_dtype = x.dtype, weight.dtype
         ctx.has_bias = bias is not None
         ctx.bias_dtype = None if bias is None else bias.dtype
@@ -330,7 +397,7 @@ class _LinearFunction(torch.autograd.Function):
                     db = torch.empty((plan.out_features,), dtype=ctx.bias_dtype, device=dev)
                 _linear_backward(engine, recipe, plan.calls, dev, plan.in_features, dy_full, ctx.saved_q, dx,
                                  dw if main is None else main, db, ctx.seeds["dy"], stream,
-                                 0.0 if main is None else 1.0)
+                                 0.0 if main is None else 1.0, ctx.wbuf)
         else:
             qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
             if want_dx:
@@ -357,8 +424,8 @@ class _LinearFunction(torch.autograd.Function):
         if want_db and db is None:
             # PyTorch reduces 16-bit tensors in FP32 and rounds once: one kernel where the dtypes agree.
             db = dy.sum(0) if dy.dtype == ctx.bias_dtype else dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
-        ctx.qxt = ctx.qwt = ctx.saved_q = None
-        return dx, dw, db, None, None, None
+        ctx.qxt = ctx.qwt = ctx.saved_q = ctx.wbuf = None
+        return dx, dw, db, None, None, None, None
 
 
 class Linear(nn.Linear):
@@ -377,6 +444,16 @@ class Linear(nn.Linear):
     add dW * f'(W) with one add of their own. autograd then gets no weight gradient
     (weight.grad stays as it was) and `weight.grad_added_to_main_grad` is set to True: for
     frameworks that reduce main_grad themselves; a DDP that reduces .grad needs the option off.
+
+    is_first_microbatch (forward's argument; None there: the layer's attribute of that name, which
+    set_first_microbatch sets for a whole model; None by default): W quantized once per optimizer
+    step for the micro-batches of gradient accumulation, as Transformer Engine's option of that
+    name. True quantizes W (both copies, fprop's and dgrad's, with this step's seed) and keeps them
+    in the layer; False reuses them instead of quantizing W (an error if W changed since: PyTorch's
+    version counter, which an optimizer step advances, or another tensor; msfp4's OCC compensation
+    and DGE still read W itself); None quantizes W every step and keeps nothing. Results equal those of quantizing W again where the recipe rounds W to
+    nearest; where it rounds W's copies stochastically (tetrajet's W^T) the later micro-batches
+    reuse the first one's draw.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None,
@@ -386,7 +463,8 @@ class Linear(nn.Linear):
         self.seed = next(_layer_ids) if seed is None else int(seed)
         self.step = 0
         self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
-        self._plans = None
+        self.is_first_microbatch = None
+        self._plans = self._weights = None
         _Plan(self.recipe, in_features, out_features)  # fail early on shapes the recipe refuses
 
     @classmethod
@@ -401,7 +479,8 @@ class Linear(nn.Linear):
         layer.seed = next(_layer_ids) if seed is None else int(seed)
         layer.step = 0
         layer.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
-        layer._plans = None
+        layer.is_first_microbatch = None
+        layer._plans = layer._weights = None
         _Plan(layer.recipe, layer.in_features, layer.out_features)
         return layer
 
@@ -410,7 +489,7 @@ class Linear(nn.Linear):
         model) without its plans, which hold per-process state: the copy makes its own on first
         use. The recipe travels as its text (fp4jit.Recipe.__reduce__)."""
         state = dict(super().__getstate__())
-        state["_plans"] = None
+        state["_plans"] = state["_weights"] = None  # the kept W too: device buffers of this process
         return state
 
     def _plan(self, device):
@@ -425,7 +504,7 @@ class Linear(nn.Linear):
         h = _mix_one(_mix_one(0x9E3779B97F4A7C15, self.seed), step)
         return {role: _mix_one(h, index) for role, index in _ROLE_INDEX.items()}
 
-    def forward(self, x):
+    def forward(self, x, is_first_microbatch=None):
         shape = x.shape
         if not shape or shape[-1] != self.in_features:
             raise fp4jit.Error(
@@ -440,13 +519,22 @@ class Linear(nn.Linear):
         weight, bias = self.weight, self.bias  # each a lookup through nn.Module.__getattr__
         grad = torch.is_grad_enabled()
         backward = grad and (x2.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
-        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward)
+        first = self.is_first_microbatch if is_first_microbatch is None else is_first_microbatch
+        if first is None:
+            kept = None
+            if self._weights is not None:  # nothing kept while the option is off
+                self._weights = None
+        else:
+            kept = _weights_for(self, weight, bool(first))
+        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward, kept)
         if self.training and grad:
             self.step += 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)
 
     def __setstate__(self, state):
-        state.setdefault("fuse_wgrad_accumulation", False)  # layers pickled before the option
+        state.setdefault("fuse_wgrad_accumulation", False)  # layers pickled before the options
+        state.setdefault("is_first_microbatch", None)
+        state.setdefault("_weights", None)
         super().__setstate__(state)
 
     def extra_repr(self):
@@ -502,6 +590,27 @@ def convert(model, recipe, keep=None, seed=0, fuse_wgrad_accumulation=False):
         setattr(parent, child, Linear.from_linear(module, recipe, seed=seed + index,
                                                   fuse_wgrad_accumulation=fuse_wgrad_accumulation))
     return model
+
+
+def set_first_microbatch(model, first):
+    """Sets is_first_microbatch (True, False or None) on every fp4jit Linear in `model` (a module,
+    itself included): for models whose forward does not pass the argument down. A gradient
+    accumulation loop sets True before its first micro-batch and False before the others:
+
+        for i, batch in enumerate(micro_batches):
+            fp4jit.torch.set_first_microbatch(model, i == 0)
+            loss_fn(model(batch)).backward()
+        optimizer.step()
+
+    Returns the number of layers set."""
+    if first is not None:
+        first = bool(first)
+    n = 0
+    for module in model.modules():
+        if isinstance(module, Linear):
+            module.is_first_microbatch = first
+            n += 1
+    return n
 
 
 def fake_quantize(x, recipe, role, seed=0, offset=0):

@@ -1,9 +1,11 @@
-// The C API's linear step (fp4jit_linear_forward / fp4jit_linear_backward[_bias|_accumulate]) on
-// the host backend: equal to quantize_pair + gemm byte for byte, with caller-given or
-// library-owned scratch, the bias gradient in its documented order, the weight gradient
-// accumulated into dw, bad buffers named.
+// The C API's linear step (fp4jit_linear_forward[_weights] /
+// fp4jit_linear_backward[_bias|_accumulate|_weights]) on the reference backend: equal to
+// quantize_pair + gemm byte for byte, with caller-given or library-owned scratch, the bias
+// gradient in its documented order, the weight gradient accumulated into dw, W's copies kept in a
+// weights buffer across calls, bad buffers named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -186,6 +188,73 @@ TEST(CApi, LinearStepEqualsPerOperationCalls) {
   fp4jit_linear_buffers b{};
   Recipe ms("msfp4");
   expect_error(fp4jit_linear_buffers_query(ms.r, 64, 128, 32, &b), FP4JIT_ERROR_UNSUPPORTED, "OCC");
+}
+
+// W quantized once into a caller's `weights` buffer and read from there by later forwards and
+// every backward: the same bytes as the step without it; a later forward does not read W; the
+// saved buffer's part past X^T is left alone.
+TEST(CApi, LinearStepWithWeightsKept) {
+  for (const char* text : {"nvfp4", "tetrajet", "mxfp4"}) {
+    SCOPED_TRACE(text);
+    Recipe r(text);
+    const int64_t t = 64, in = 128, out = 32;
+    Matrix x(t, in, 2.0f, 0.3f), w(out, in, 0.5f, 1.1f), dy(t, out, 1.5f, 0.7f);
+    Matrix other_w(out, in, 3.0f, 0.2f);  // what a later forward is given and must not read
+    fp4jit_engine* eng = reference().e;
+    fp4jit_linear_buffers b{};
+    ASSERT_EQ(fp4jit_linear_buffers_query(r.r, t, in, out, &b), FP4JIT_OK) << fp4jit_last_error();
+    int64_t saved_x = 0, weight_bytes = 0;
+    ASSERT_EQ(fp4jit_linear_weights_query(r.r, t, in, out, &saved_x, &weight_bytes), FP4JIT_OK)
+        << fp4jit_last_error();
+    Quantized qxt(r.r, FP4JIT_ROLE_XT, t, in), qw(r.r, FP4JIT_ROLE_W, out, in),
+        qwt(r.r, FP4JIT_ROLE_WT, out, in);
+    EXPECT_GE(saved_x, qxt.l.code_bytes);
+    EXPECT_LE(saved_x + qwt.l.code_bytes, b.saved_bytes);
+    EXPECT_GE(weight_bytes, qw.l.code_bytes + qwt.l.code_bytes);
+
+    // The step without the weights buffer: what every call below must give.
+    AlignedBytes saved(b.saved_bytes);
+    Matrix y_ref(t, out), dx_ref(t, in), dw_ref(out, in);
+    ASSERT_EQ(fp4jit_linear_forward(eng, r.r, &x.t, &w.t, nullptr, &y_ref.t, 7, 8, saved.p, nullptr,
+                                    nullptr),
+              FP4JIT_OK)
+        << fp4jit_last_error();
+    ASSERT_EQ(fp4jit_linear_backward(eng, r.r, in, &dy.t, saved.p, nullptr, &dx_ref.t, &dw_ref.t,
+                                     9, nullptr),
+              FP4JIT_OK)
+        << fp4jit_last_error();
+
+    AlignedBytes weights(weight_bytes), saved_w(b.saved_bytes);
+    std::fill(saved_w.p + saved_x, saved_w.p + b.saved_bytes, uint8_t{0xA5});
+    for (int call = 0; call < 3; ++call) {
+      SCOPED_TRACE(call);
+      // 0: W quantized into `weights` (no backward follows: both copies all the same);
+      // 1, 2: read from there, W's data not read (other_w's would change every result).
+      const bool first = call == 0;
+      Matrix y(t, out), dx(t, in), dw(out, in, 1.0f, 0.5f);
+      ASSERT_EQ(fp4jit_linear_forward_weights(eng, r.r, &x.t, first ? &w.t : &other_w.t, nullptr,
+                                              &y.t, 7, first ? 8 : 99, first ? nullptr : saved_w.p,
+                                              nullptr, weights.p, first ? 1 : 0, nullptr),
+                FP4JIT_OK)
+          << fp4jit_last_error();
+      EXPECT_EQ(y.data, y_ref.data);
+      if (first) continue;
+      ASSERT_EQ(fp4jit_linear_backward_weights(eng, r.r, in, &dy.t, saved_w.p, weights.p, nullptr,
+                                               &dx.t, &dw.t, nullptr, 0.0f, 9, nullptr),
+                FP4JIT_OK)
+          << fp4jit_last_error();
+      EXPECT_EQ(dx.data, dx_ref.data);
+      EXPECT_EQ(dw.data, dw_ref.data);
+      for (int64_t i = saved_x; i < b.saved_bytes; ++i)
+        ASSERT_EQ(saved_w.p[i], 0xA5) << "saved byte " << i << " of " << b.saved_bytes;
+    }
+    Matrix y(t, out);
+    expect_error(fp4jit_linear_forward_weights(eng, r.r, &x.t, &w.t, nullptr, &y.t, 7, 8, saved_w.p,
+                                               nullptr, weights.p + 16, 1, nullptr),
+                 FP4JIT_ERROR_INVALID_ARGUMENT, "weights buffer");
+    expect_error(fp4jit_linear_weights_query(r.r, t, in, out, nullptr, &weight_bytes),
+                 FP4JIT_ERROR_INVALID_ARGUMENT, "saved bytes");
+  }
 }
 
 }  // namespace

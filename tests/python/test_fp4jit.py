@@ -336,6 +336,41 @@ class LinearStep(unittest.TestCase):
                 np.testing.assert_array_equal(dw_acc, want)
                 self.assertFalse(np.array_equal(dw_acc, dw_ref))
 
+    def test_weights_kept_across_steps(self):
+        """linear_forward / linear_backward with W's copies in a weights buffer: filled by one
+        forward, read by the next ones (W's data not read: another W gives the first one's
+        results) and by their backwards; saved then holds X^T only (saved_x_bytes); a short weights
+        buffer named."""
+        x, w, dy, bias = self.operands()
+        other_w = sample(self.fout, self.fin, 24, False)
+        for preset in ("mxfp4", "nvfp4"):
+            with self.subTest(preset=preset):
+                r = fp4jit.Recipe(preset)
+                b = HOST.linear_buffers(r, self.tokens, self.fin, self.fout)
+                self.assertLess(b.saved_x_bytes, b.saved_bytes)
+                self.assertGreater(b.weight_bytes, 0)
+                saved = aligned_bytes(b.saved_bytes)
+                y_ref = np.full((self.tokens, self.fout), np.nan, dtype=np.float32)
+                HOST.linear_forward(r, x, w, y_ref, bias=bias, seed_x=11, seed_w=12, saved=saved)
+                dx_ref = np.full((self.tokens, self.fin), np.nan, dtype=np.float32)
+                dw_ref = np.full((self.fout, self.fin), np.nan, dtype=np.float32)
+                HOST.linear_backward(r, self.fin, dy, saved, None, dx=dx_ref, dw=dw_ref, seed_dy=13)
+                weights = aligned_bytes(b.weight_bytes)
+                for step, (wi, fill) in enumerate(((w, True), (other_w, False), (other_w, False))):
+                    saved_x = aligned_bytes(b.saved_x_bytes)
+                    y = np.full_like(y_ref, np.nan)
+                    HOST.linear_forward(r, x, wi, y, bias=bias, seed_x=11, seed_w=12 if fill else 99, saved=saved_x,
+                                        weights=weights, quantize_weights=fill)
+                    np.testing.assert_array_equal(y, y_ref, err_msg="step %d" % step)
+                    dx, dw = np.full_like(dx_ref, np.nan), np.full_like(dw_ref, np.nan)
+                    HOST.linear_backward(r, self.fin, dy, saved_x, None, dx=dx, dw=dw, seed_dy=13, weights=weights)
+                    np.testing.assert_array_equal(dx, dx_ref, err_msg="step %d" % step)
+                    np.testing.assert_array_equal(dw, dw_ref, err_msg="step %d" % step)
+                with self.assertRaisesRegex(fp4jit.Error, "weights holds %d bytes; %d are needed" % (
+                        b.weight_bytes - 1, b.weight_bytes)):
+                    HOST.linear_forward(r, x, w, y_ref, saved=aligned_bytes(b.saved_x_bytes),
+                                        weights=aligned_bytes(b.weight_bytes - 1))
+
     def test_bias_gradient_in_the_fixed_order(self):
         """db from linear_backward: dY's column sums in FP32, in the order every backend follows
         (64-row chunks of eight interleaved slices), rounded once to db's dtype."""

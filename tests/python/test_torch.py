@@ -11,6 +11,7 @@ within float32 rounding (float32 model) or bfloat16 rounding (bfloat16 model). R
 The speed comparison with torch.nn.Linear in BF16 is bench/torch_linear_bench.py.
 """
 
+import copy
 import sys
 import unittest
 import warnings
@@ -312,6 +313,75 @@ class Training(unittest.TestCase):
             layer.weight.main_grad = torch.zeros(96, 128, device=device, dtype=torch.float16)
             with self.assertRaisesRegex(fp4jit.Error, "tensor of float32 on .*, got \\[96, 128\\] float16"):
                 layer(x).sum().backward()
+
+    def test_weights_kept_over_microbatches(self):
+        """is_first_microbatch: W quantized by the first micro-batch and reused by the others (one-call
+        and per-operation paths, msfp4's OCC and DGE): the same results as quantizing it again
+        where W is rounded to nearest; W's copies not made again when reused (W's storage changed
+        behind PyTorch's version counter leaves the results as they were); an in-place update,
+        another tensor or a missing first micro-batch named; set_first_microbatch for a whole
+        model."""
+        for device in DEVICES:
+            for preset, split_path in (("mxfp4", False), ("nvfp4", False), ("nvfp4", True), ("msfp4", False),
+                                       ("tetrajet", False)):
+                with self.subTest(device=device, preset=preset, split_path=split_path):
+                    torch.manual_seed(8)
+                    kept = fp4.Linear(128, 96, recipe=preset, device=device, seed=5)
+                    plain = fp4.Linear(128, 96, recipe=preset, device=device, seed=5)
+                    plain.load_state_dict(kept.state_dict())
+                    if split_path:
+                        for layer in (kept, plain):
+                            layer._plan(torch.device(device)).fused = False
+                    for i in range(3):
+                        x = torch.randn(64, 128, device=device)
+                        dy = torch.randn(64, 96, device=device)
+                        # W's storage changed without a version bump: a reusing forward does not quantize it
+                        # (msfp4's OCC compensation and DGE read W itself in every micro-batch).
+                        if i == 2 and preset != "msfp4":
+                            kept.weight.data.mul_(3.0)
+                        got = []
+                        for layer in (kept, plain):
+                            layer.zero_grad(set_to_none=True)
+                            xi = x.clone().requires_grad_(True)
+                            y = layer(xi, is_first_microbatch=(i == 0)) if layer is kept else layer(xi)
+                            y.backward(dy)
+                            got.append((y.detach(), xi.grad, layer.weight.grad))
+                        torch.testing.assert_close(got[0][0], got[1][0], rtol=0, atol=0, msg="y %d" % i)
+                        torch.testing.assert_close(got[0][2], got[1][2], rtol=0, atol=0, msg="dw %d" % i)
+                        if preset == "tetrajet" and i > 0:  # W^T rounded stochastically: the first draw reused
+                            close(self, got[0][1], got[1][1].double(), 0.1, "tetrajet dx %d" % i)
+                        else:
+                            torch.testing.assert_close(got[0][1], got[1][1], rtol=0, atol=0, msg="dx %d" % i)
+            # What a reusing forward refuses.
+            layer = fp4.Linear(128, 96, recipe="mxfp4", device=device)
+            x = torch.randn(64, 128, device=device)
+            with self.assertRaisesRegex(fp4jit.Error, "no forward with is_first_microbatch=True"):
+                layer(x, is_first_microbatch=False)
+            layer(x, is_first_microbatch=True)
+            layer(x, is_first_microbatch=False)
+            with torch.no_grad():
+                layer.weight.add_(1.0)  # as an optimizer step does
+            with self.assertRaisesRegex(fp4jit.Error, "changed since it was quantized .updated in place"):
+                layer(x, is_first_microbatch=False)
+            layer(x, is_first_microbatch=True)
+            layer.weight = torch.nn.Parameter(layer.weight.detach().clone())
+            with self.assertRaisesRegex(fp4jit.Error, "changed since it was quantized .another tensor"):
+                layer(x, is_first_microbatch=False)
+            layer(x)  # the option off: nothing kept
+            self.assertIsNone(layer._weights)
+            # A whole model: the attribute, set by set_first_microbatch, where forward passes nothing.
+            model = torch.nn.Sequential(fp4.Linear(128, 128, recipe="mxfp4", device=device), torch.nn.ReLU(),
+                                        fp4.Linear(128, 96, recipe="mxfp4", device=device))
+            ref = copy.deepcopy(model)
+            self.assertEqual(fp4.set_first_microbatch(model, True), 2)
+            torch.testing.assert_close(model(x), ref(x), rtol=0, atol=0)
+            self.assertEqual(fp4.set_first_microbatch(model, False), 2)
+            with torch.no_grad():
+                model[0].weight.data.add_(1.0)  # not read while reused
+            torch.testing.assert_close(model(x), ref(x), rtol=0, atol=0)
+            self.assertIsNotNone(model[0]._weights)
+            self.assertIsNone(copy.deepcopy(model)[0]._weights)  # device buffers stay with their layer
+            fp4.set_first_microbatch(model, None)
 
     def test_non_contiguous_weight(self):
         """A weight that is a transposed view (a tied or re-laid-out parameter) gives the layer
