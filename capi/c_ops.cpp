@@ -242,11 +242,11 @@ fp4jit_status fp4jit_linear_backward_accumulate(fp4jit_engine* engine, const fp4
 }
 
 fp4jit_status fp4jit_linear_backward_weights(fp4jit_engine* engine, const fp4jit_recipe* recipe,
-                                             int64_t in, const fp4jit_tensor* dy,
-                                             const void* saved, const void* weights,
-                                             void* scratch, const fp4jit_tensor* dx,
-                                             const fp4jit_tensor* dw, const fp4jit_tensor* db,
-                                             float dw_beta, uint64_t seed_dy, void* stream) {
+                                             int64_t in, const fp4jit_tensor* dy, const void* saved,
+                                             const void* weights, void* scratch,
+                                             const fp4jit_tensor* dx, const fp4jit_tensor* dw,
+                                             const fp4jit_tensor* db, float dw_beta,
+                                             uint64_t seed_dy, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");

@@ -378,8 +378,8 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward_accumulate(
  * aligned, of *weight_bytes), and the forwards after it read them from there instead of quantizing
  * W again. *saved_bytes: the `saved` buffer's size when W^T lives in `weights` (X^T only). */
 FP4JIT_API fp4jit_status fp4jit_linear_weights_query(const fp4jit_recipe* recipe, int64_t tokens,
-                                                     int64_t in, int64_t out,
-                                                     int64_t* saved_bytes, int64_t* weight_bytes);
+                                                     int64_t in, int64_t out, int64_t* saved_bytes,
+                                                     int64_t* weight_bytes);
 
 /* fp4jit_linear_forward with W's copies in `weights` (NULL: as fp4jit_linear_forward):
  * quantize_weights != 0 quantizes W into it (both copies, whether or not a backward follows, with
@@ -398,7 +398,6 @@ FP4JIT_API fp4jit_status fp4jit_linear_backward_weights(
     const void* saved, const void* weights, void* scratch, const fp4jit_tensor* dx,
     const fp4jit_tensor* dw, const fp4jit_tensor* db, float dw_beta, uint64_t seed_dy,
     void* stream);
-
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -451,9 +451,9 @@ class Linear(nn.Linear):
     name. True quantizes W (both copies, fprop's and dgrad's, with this step's seed) and keeps them
     in the layer; False reuses them instead of quantizing W (an error if W changed since: PyTorch's
     version counter, which an optimizer step advances, or another tensor; msfp4's OCC compensation
-    and DGE still read W itself); None quantizes W every step and keeps nothing. Results equal those of quantizing W again where the recipe rounds W to
-    nearest; where it rounds W's copies stochastically (tetrajet's W^T) the later micro-batches
-    reuse the first one's draw.
+    and DGE still read W itself); None quantizes W every step and keeps nothing. Results equal
+    those of quantizing W again where the recipe rounds W to nearest; where it rounds W's copies
+    stochastically (tetrajet's W^T) the later micro-batches reuse the first one's draw.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None,

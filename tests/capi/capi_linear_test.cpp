@@ -219,8 +219,8 @@ TEST(CApi, LinearStepWithWeightsKept) {
                                     nullptr),
               FP4JIT_OK)
         << fp4jit_last_error();
-    ASSERT_EQ(fp4jit_linear_backward(eng, r.r, in, &dy.t, saved.p, nullptr, &dx_ref.t, &dw_ref.t,
-                                     9, nullptr),
+    ASSERT_EQ(fp4jit_linear_backward(eng, r.r, in, &dy.t, saved.p, nullptr, &dx_ref.t, &dw_ref.t, 9,
+                                     nullptr),
               FP4JIT_OK)
         << fp4jit_last_error();
 
