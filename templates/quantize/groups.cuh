@@ -20,6 +20,14 @@ FP4JIT_CONSTEXPR bool lane_groups() {
   return Op::elem == Elem::e2m1 && Op::block == BlockKind::tile && Op::block_rows == 1 &&
          (Op::block_cols == 16 || Op::block_cols == 32) && Op::had <= 32;
 }
+// 16 x 16 tile blocks (NVFP4's weights) as lane groups, in quantize_tile's float-tile path: a lane
+// holds one 1 x 16 row of a block and the block's 16 rows sit on 16 consecutive lanes of a warp
+// (every lane of which calls quantize_group: the block's maximum is gathered by shuffles).
+template <class Op>
+FP4JIT_CONSTEXPR bool lane_groups_2d() {
+  return Op::elem == Elem::e2m1 && Op::block == BlockKind::tile && Op::block_rows == 16 &&
+         Op::block_cols == 16 && Op::had == 0 && !Op::occ;
+}
 // K-elements per group: a block, or a Hadamard chunk if longer.
 template <class Op>
 FP4JIT_CONSTEXPR int group_size() {
@@ -395,6 +403,15 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
       global_max = umax(global_max, fm);
     }
   }
+  if constexpr (!kStats && Op::block_rows > 1) {
+    // The block's other rows are on the lanes whose index differs in its low bits (lanes past
+    // the operand's edge hold zeros, which change no maximum; NaN and Inf bits stay on top).
+    static_assert(lane_groups_2d<Op>(), "row blocks: 16 x 16 lane groups only");
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b)
+#pragma unroll
+      for (int d = 1; d < Op::block_rows; d <<= 1) m[b] = umax(m[b], shfl_xor(m[b], d));
+  }
   if constexpr (!kStats) {
     u32 rb[kG];
     group_rbits<Op, kG>(seed, offset + static_cast<u64>(r * o.cols + c0), rb);
@@ -409,7 +426,7 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
         encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
       if constexpr (kDefer)
         deferred->scales[b] = sc.code;
-      else if (c0 + b * kB < c0 + n)
+      else if (c0 + b * kB < c0 + n && r % Op::block_rows == 0)  // a block's first row stores it
         store_scale<Op>(o.scales, block_index<Op>(r, c0 + b * kB, o.scale_cols), sc);
       if constexpr (kRequant) {
 #pragma unroll

@@ -171,7 +171,9 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
   const i64 r = (kTransposed ? j0 : i0) + tl_line, c0 = (kTransposed ? i0 : j0) + tk;
   const i64 left = o.cols - c0;
   const int n = r >= o.rows || left <= 0 ? 0 : (left >= kG ? kG : static_cast<int>(left));
-  if (n == 0) return;
+  // 16 x 16 blocks: every lane takes part in its block's maximum (one past the edge with the
+  // tile's zeros) and stores nothing.
+  if (n == 0 && !lane_groups_2d<Op>()) return;
   float v[kG];
 #pragma unroll
   for (int e = 0; e < kG; ++e)
@@ -749,8 +751,16 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
                 "double quantization reads the row-wise copy");
   // Operands taken by lane-owned groups (double quantization's row pass writes the tile back:
   // segments).
-  constexpr bool kRowGroups = kRows && lane_groups<RowOp>() && !Cfg::requant;
-  constexpr bool kColGroups = kCols && lane_groups<ColOp>() && !Cfg::requant;
+  // 16 x 16 blocks (every operand of the pass) as lane groups where a warp's 32 units are 32
+  // consecutive lines of one operand and one group column (tile sides multiples of 32) and every
+  // thread runs every pass of the unit loop (the block maxima are shuffles over whole warps);
+  // other tiles keep the segments.
+  constexpr bool k2d =
+      (!kRows || lane_groups_2d<RowOp>()) && (!kCols || lane_groups_2d<ColOp>()) &&
+      !Cfg::requant && kTM % 32 == 0 && kTN % 32 == 0 &&
+      ((kRows ? kTM * (kTN / 16) : 0) + (kCols ? kTN * (kTM / 16) : 0)) % Cfg::threads == 0;
+  constexpr bool kRowGroups = kRows && (lane_groups<RowOp>() || k2d) && !Cfg::requant;
+  constexpr bool kColGroups = kCols && (lane_groups<ColOp>() || k2d) && !Cfg::requant;
   constexpr int kRowUnits = kRowGroups ? kTM * (kTN / group_size<RowOp>()) : 0;
   constexpr int kColUnits = kColGroups ? kTN * (kTM / group_size<ColOp>()) : 0;
   static_assert(!kRowGroups || kTN % group_size<RowOp>() == 0, "tile holds whole groups");
