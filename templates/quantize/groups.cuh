@@ -1,7 +1,9 @@
 // Lane-owned groups: the E2M1 path for 1 x 16 and 1 x 32 tile blocks (with Hadamard chunks of at
-// most 32 along K). One thread holds whole groups of kGroup consecutive K-elements (a block, or
-// a Hadamard chunk spanning blocks), so block stats, the Hadamard butterfly and the block scale
-// need no shuffles and each block's scale is computed once. Elements are encoded by one FMA each
+// most 32 along K), and for 16 x 16 blocks in quantize_tile's float-tile path (lane_groups_2d).
+// One thread holds whole groups of kGroup consecutive K-elements (a block, or a Hadamard chunk
+// spanning blocks), so block stats, the Hadamard butterfly and the block scale need no shuffles
+// (a 16 x 16 block's maximum: four, over the lanes holding its rows) and each block's scale is
+// computed once per lane. Elements are encoded by one FMA each
 // (numerics/fast_encode.cuh) and packed eight to a word with integer sums whose constant parts
 // cancel:
 //   word = sum_j q_j << 4j  -  sum_j (bits(k_j) >> 22) << 4j  -  kConst   (magnitudes, mod 2^32)

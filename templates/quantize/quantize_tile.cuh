@@ -4,9 +4,10 @@
 // CTAs are persistent: each walks tiles of [kTileRows x kTileCols] of the source, with the next
 // tile's 16-byte loads (coalesced) in flight while the current one is quantized. A tile is
 // OCC-clamped and stored as float into shared memory with a row pitch of kTileCols + 1 words.
-// Operands of quantize/groups.cuh (E2M1 1 x 16 / 1 x 32 blocks) are then taken a whole group of
-// K-elements per thread, consecutive lanes on consecutive lines (tile rows, or tile columns for
-// the transposed operand), so the reads hit distinct banks; both operands' groups share one loop.
+// Operands of quantize/groups.cuh (E2M1 1 x 16 / 1 x 32 blocks, and 16 x 16 ones where the tile
+// allows) are then taken a whole group of K-elements per thread, consecutive lanes on consecutive
+// lines (tile rows, or tile columns for the transposed operand), so the reads hit distinct banks;
+// both operands' groups share one loop.
 // Other operands go by segments: a warp holds L lines x (32 / L) segments of kVec elements.
 //
 // Double quantization (Cfg::requant, mode both): the transposed operand is quantized from the
