@@ -757,8 +757,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   // thread runs every pass of the unit loop (the block maxima are shuffles over whole warps);
   // other tiles keep the segments.
   constexpr bool k2d =
-      (!kRows || lane_groups_2d<RowOp>()) && (!kCols || lane_groups_2d<ColOp>()) &&
-      !Cfg::requant && kTM % 32 == 0 && kTN % 32 == 0 &&
+      (!kRows || lane_groups_2d<RowOp>()) && (!kCols || lane_groups_2d<ColOp>()) && !Cfg::requant &&
+      kTM % 32 == 0 && kTN % 32 == 0 &&
       ((kRows ? kTM * (kTN / 16) : 0) + (kCols ? kTN * (kTM / 16) : 0)) % Cfg::threads == 0;
   constexpr bool kRowGroups = kRows && (lane_groups<RowOp>() || k2d) && !Cfg::requant;
   constexpr bool kColGroups = kCols && (lane_groups<ColOp>() || k2d) && !Cfg::requant;
