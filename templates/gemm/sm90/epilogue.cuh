@@ -184,6 +184,31 @@ struct EpilogueRows {
   }
 };
 
+// Column pairs whose C elements (beta * C) are loaded together, in both epilogue bodies: 16 or 8
+// values in flight, as many as the registers beside the accumulators hold without spilling
+// (ptxas, bn = 192 / 256); without C the whole tile width.
+template <class T, bool kC>
+__device__ constexpr int c_group_pairs() {
+  return kC ? (T::kAccum > 96 ? 2 : 4) : T::BLOCK_N / 8;
+}
+
+// The C elements of column pairs g .. g + kGroup - 1, both of the thread's rows (indices clamped
+// into D), loaded before any of the group is stored. The __syncwarp orders them after the previous
+// group's stores for ptxas as well, which would otherwise hoist every load of the tile and spill
+// their values.
+template <int kGroup, class Cfg, class T>
+__device__ __forceinline__ void load_c_group(const GemmParams& p, const WorkUnit& w,
+                                             const ConsumerRows& rw, const EpilogueTerms<Cfg, T>& t,
+                                             const EpilogueRows<T::kKind>& rows, int g,
+                                             float (&cv)[kGroup][2][2]) {
+  if (g > 0) __syncwarp();
+#pragma unroll
+  for (int j = 0; j < kGroup; ++j)
+#pragma unroll
+    for (int v1 = 0; v1 < 2; ++v1)
+      t.load_c_clamped(p, rows.m[v1], w.n0 + 8 * (g + j) + 2 * rw.tig, cv[j][v1]);
+}
+
 // epilogue_store's element loop. kC: with beta * C, whose elements for kGroup column pairs are
 // loaded (indices clamped into D: no test, no branch) before any of the group is stored. Loaded
 // under each pair's inside-D branch, after the previous pair's store to the same buffer (C may be
@@ -197,21 +222,13 @@ __device__ __forceinline__ void epilogue_store_pairs(const GemmParams& p, const 
                                                      const EpilogueTerms<Cfg, T>& t,
                                                      const EpilogueRows<T::kKind>& rows, bool vec) {
   constexpr int kPairs = T::BLOCK_N / 8;
-  // As the TMA epilogue's: as many values in flight as the registers beside the accumulators hold.
-  constexpr int kGroup = kC ? (T::kAccum > 96 ? 2 : 4) : kPairs;
+  constexpr int kGroup = c_group_pairs<T, kC>();
   static_assert(kPairs % kGroup == 0, "tile width: whole groups of column pairs");
 #pragma unroll
   for (int g = 0; g < kPairs; g += kGroup) {
     float cv[kC ? kGroup : 1][2][2];
     if constexpr (kC) {
-      // Orders the group's loads after the previous group's stores for ptxas as well (which
-      // would otherwise hoist every load of the tile and spill their values).
-      if (g > 0) __syncwarp();
-#pragma unroll
-      for (int j = 0; j < kGroup; ++j)
-#pragma unroll
-        for (int v1 = 0; v1 < 2; ++v1)
-          t.load_c_clamped(p, rows.m[v1], w.n0 + 8 * (g + j) + 2 * rw.tig, cv[j][v1]);
+      load_c_group<kGroup>(p, w, rw, t, rows, g, cv);
     }
     // Column pairs outer: each pair's column terms are fetched once for both rows.
 #pragma unroll
@@ -278,23 +295,14 @@ __device__ __forceinline__ void epilogue_tma_pairs(
   constexpr int kBytes = Cfg::kOut == OutType::f32 ? 4 : 2;
   constexpr int kChunkBytes = 64 * 128;
   constexpr int kPairs = T::BLOCK_N / 8;
-  // Column pairs whose C elements are loaded together: 16 or 8 values in flight, as many as the
-  // registers beside the accumulators hold without spilling (ptxas, bn = 192 / 256).
-  constexpr int kGroup = kC ? (T::kAccum > 96 ? 2 : 4) : kPairs;
+  constexpr int kGroup = c_group_pairs<T, kC>();
   static_assert(kPairs % kGroup == 0, "tile width: whole groups of column pairs");
   const int lr[2] = {rw.r0 & 63, rw.r1 & 63};  // the rows in the warpgroup's chunks
 #pragma unroll
   for (int g = 0; g < kPairs; g += kGroup) {
     float cv[kC ? kGroup : 1][2][2];
     if constexpr (kC) {
-      // Orders the group's loads after the previous group's stores for ptxas as well, which
-      // would otherwise hoist every load of the tile and spill their values.
-      if (g > 0) __syncwarp();
-#pragma unroll
-      for (int j = 0; j < kGroup; ++j)
-#pragma unroll
-        for (int v1 = 0; v1 < 2; ++v1)
-          t.load_c_clamped(p, rows.m[v1], w.n0 + 8 * (g + j) + 2 * rw.tig, cv[j][v1]);
+      load_c_group<kGroup>(p, w, rw, t, rows, g, cv);
     }
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
