@@ -22,8 +22,9 @@ import fp4jit.torch as fp4
 from fp4jit import _lib
 
 # The C entry points a step calls that enqueue work (or compute, on the host backend).
-_WORK = ("fp4jit_linear_forward", "fp4jit_linear_backward_bias", "fp4jit_linear_backward_accumulate",
-         "fp4jit_quantize", "fp4jit_quantize_pair", "fp4jit_gemm", "fp4jit_dge")
+_WORK = ("fp4jit_linear_forward", "fp4jit_linear_forward_weights", "fp4jit_linear_backward_bias",
+         "fp4jit_linear_backward_accumulate", "fp4jit_linear_backward_weights", "fp4jit_quantize",
+         "fp4jit_quantize_pair", "fp4jit_gemm", "fp4jit_dge")
 
 
 class _Floor(torch.autograd.Function):
