@@ -230,7 +230,7 @@ def _weights_for(layer, weight, first):
         layer._weights = _Weights(key)
         return layer._weights, True
     cached = layer._weights
-    if cached is None:
+    if cached is None or (cached.buffer is None and cached.qw is None):  # (a first forward that failed)
         raise fp4jit.Error(
             "INVALID_ARGUMENT",
             "fp4jit.torch.Linear(%d, %d): is_first_microbatch=False, but no forward with "
