@@ -271,8 +271,8 @@ fp4jit_status fp4jit_linear_backward_bias(fp4jit_engine* engine, const fp4jit_re
                                           void* scratch, const fp4jit_tensor* dx,
                                           const fp4jit_tensor* dw, const fp4jit_tensor* db,
                                           uint64_t seed_dy, void* stream) {
-  return fp4jit_linear_backward_accumulate(engine, recipe, in, dy, saved, scratch, dx, dw, db, 0.0f,
-                                           seed_dy, stream);
+  return fp4jit_linear_backward_weights(engine, recipe, in, dy, saved, nullptr, scratch, dx, dw, db,
+                                        0.0f, seed_dy, stream);
 }
 
 fp4jit_status fp4jit_linear_backward(fp4jit_engine* engine, const fp4jit_recipe* recipe, int64_t in,

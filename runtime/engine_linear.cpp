@@ -142,14 +142,13 @@ void Engine::linear_forward(const Recipe& recipe, const TensorView& x, const Ten
   } else {
     quantize(recipe, Role::x, x, q.x, QuantizeArgs{seed_x, 0}, stream);
   }
-  if (weights.data != nullptr) {
-    if (weights.quantize) {  // both copies: later forwards of the same W may have a backward
+  // W: both copies where a backward follows or where they are kept (later forwards of the same W
+  // may have a backward); none where the kept ones are current.
+  if (weights.data == nullptr || weights.quantize) {
+    if (saved != nullptr || weights.data != nullptr)
       quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
-    }
-  } else if (saved != nullptr) {
-    quantize_pair(recipe, Role::w, w, q.w, q.wt, QuantizeArgs{seed_w, 0}, stream);
-  } else {
-    quantize(recipe, Role::w, w, q.w, QuantizeArgs{seed_w, 0}, stream);
+    else
+      quantize(recipe, Role::w, w, q.w, QuantizeArgs{seed_w, 0}, stream);
   }
   GemmEpilogue e;
   e.bias = bias;

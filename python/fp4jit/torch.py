@@ -223,14 +223,14 @@ def _weight_key(weight):
 
 
 def _weights_for(layer, weight, first):
-    """(the layer's _Weights, whether this forward quantizes W into it) for is_first_microbatch =
-    first (True or False); checks that a reusing forward's W is the one quantized."""
+    """(a _Weights, whether this forward quantizes W into it) for is_first_microbatch = first (True
+    or False): a new one to fill (the forward keeps it in the layer once filled; a backward still
+    pending may read the previous one), or the layer's, checked to be of this W."""
     key = _weight_key(weight)
-    if first:  # new buffers: a backward still pending may read the previous ones
-        layer._weights = _Weights(key)
-        return layer._weights, True
+    if first:
+        return _Weights(key), True
     cached = layer._weights
-    if cached is None or (cached.buffer is None and cached.qw is None):  # (a first forward that failed)
+    if cached is None:
         raise fp4jit.Error(
             "INVALID_ARGUMENT",
             "fp4jit.torch.Linear(%d, %d): is_first_microbatch=False, but no forward with "
@@ -356,6 +356,8 @@ class _LinearFunction(torch.autograd.Function):
                 qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
             else:
                 qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
+        if kept is not None and kept[1]:  # filled: the layer's from now on
+            layer._weights = kept[0]
         if not plan.fused:
             occ_w = weight if plan.ops["x"].occ else None
             engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
