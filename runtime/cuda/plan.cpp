@@ -66,6 +66,16 @@ bool shared_source_stats(const OperandSpec& r, const OperandSpec& c) {
          c.src == Source::direct;
 }
 
+// Whether a pair's operands take the same per-tensor amax and no stat words: tile blocks scaled
+// in two levels (the amax gives s_enc) from the same values (no Hadamard, the same OCC, the
+// transposed one quantized directly), as NVFP4's w and wt. A stats pass of the row-wise operand
+// alone then serves both.
+bool shared_tensor_amax(const OperandSpec& r, const OperandSpec& c) {
+  return r.block.kind == Block::Kind::tile && c.block.kind == Block::Kind::tile &&
+         r.rule == ScaleRule::two_level && c.rule == ScaleRule::two_level && r.had.size == 0 &&
+         c.had.size == 0 && r.occ == c.occ && c.src == Source::direct;
+}
+
 class Planner {
  public:
   Planner(const Recipe& recipe, const DeviceInfo& device, Arena& arena)
@@ -391,11 +401,13 @@ void Planner::quantize_pair(Role role, const TensorView& in, const QuantizedView
   bool stats_r = prepare_stats(opr, true, lr, out, qa.amax, orow);
   // Operands with the same stats share the row-wise operand's words and amax.
   const bool shared = stats_r && shared_source_stats(sr, sc);
-  bool stats_c = !shared && prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
-  if (shared) {
-    ocol.stats = orow.stats;
-    ocol.amax_bits = orow.amax_bits;
-  }
+  // Or only the amax, where the transposed copy's is not given apart.
+  const bool shared_amax =
+      !shared && stats_r && qa.amax_transposed == nullptr && shared_tensor_amax(sr, sc);
+  bool stats_c =
+      !shared && !shared_amax && prepare_stats(opc, true, lc, out_t, qa.amax_transposed, ocol);
+  if (shared) ocol.stats = orow.stats;
+  if (shared || shared_amax) ocol.amax_bits = orow.amax_bits;
   if (sr.occ) {  // one select for both operands, and the stats pass of one that it can take
     const bool select_r = stats_r && occ_stats_in_select(sr, false);
     const bool select_c = !select_r && stats_c && occ_stats_in_select(sc, true);

@@ -30,6 +30,16 @@ FP4JIT_CONSTEXPR bool lane_groups_2d() {
   return Op::elem == Elem::e2m1 && Op::block == BlockKind::tile && Op::block_rows == 16 &&
          Op::block_cols == 16 && Op::had == 0 && !Op::occ;
 }
+// Whether two 16 x 16 lane-group operands give one block the same codes and scale code (NVFP4's w
+// and wt: the transposed copy's blocks are the row-wise copy's): the same element and scale
+// formats, scale rule and rounding, and no random bits (stochastic rounding draws by each copy's own
+// element order). Their s_enc must also agree (checked at run time: it comes from each operand's amax).
+template <class A, class B>
+FP4JIT_CONSTEXPR bool same_block_codes() {
+  return lane_groups_2d<A>() && lane_groups_2d<B>() && A::elem == B::elem && A::scale == B::scale &&
+         A::rule == B::rule && A::round == B::round && A::round != nx::Round::stochastic &&
+         A::scale_max == B::scale_max;
+}
 // K-elements per group: a block, or a Hadamard chunk if longer.
 template <class Op>
 FP4JIT_CONSTEXPR int group_size() {
@@ -183,6 +193,46 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
     signs = funnel_l4(nx::float_bits(s[j]), signs);  // sign at bit 4j + 3
   }
   return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
+}
+
+// x rotated right by k bits, 0 < k < 32.
+FP4JIT_DEV u32 rotr(u32 x, u32 k) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(x, x, k);
+#else
+  return (x >> k) | (x << (32u - k));
+#endif
+}
+// A 16 x 16 matrix of 4-bit codes held a row per lane by 16 consecutive lanes (lane16 = i: row i,
+// column e at nibble e of the 64 bits w1:w0) transposed in place: lane j then holds column j (row i
+// at nibble i). Element (i, e) moves to (e, i), i.e. bit b of the row index trades places with bit
+// b of the column index, one exchange with lane i ^ b per bit: for b = 8 whole words; for b = 4, 2,
+// 1 each word is rotated by 4b bits toward the place it goes, shuffled, and the partner's bits
+// taken where the column bit differs from the lane's own.
+FP4JIT_DEV void transpose_nibbles16(u32& w0, u32& w1, int lane16) {
+  {
+    const bool hi = (lane16 & 8) != 0;
+    const u32 got = shfl_xor(hi ? w0 : w1, 8);
+    if (hi)
+      w0 = got;
+    else
+      w1 = got;
+  }
+#pragma unroll
+  for (int step = 0; step < 3; ++step) {
+    const int b = 4 >> step;  // nibbles
+    const u32 bits = 4u * static_cast<u32>(b);
+    // Nibbles whose column has bit b set.
+    const u32 m = step == 0 ? 0xffff0000u : (step == 1 ? 0xff00ff00u : 0xf0f0f0f0u);
+    const bool hi = (lane16 & b) != 0;
+    // A lane without bit b sends its m part down and takes the partner's (sent up) into m.
+    const u32 rot = hi ? 32u - bits : bits;
+    const u32 take = hi ? ~m : m;
+    const u32 g0 = shfl_xor(rotr(w0, rot), b);
+    const u32 g1 = shfl_xor(rotr(w1, rot), b);
+    w0 = (w0 & ~take) | (g0 & take);
+    w1 = (w1 & ~take) | (g1 & take);
+  }
 }
 
 // Random bits of kN consecutive elements from index i0 (stochastic rounding): one Philox call

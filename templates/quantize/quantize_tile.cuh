@@ -184,6 +184,45 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
                              global_max);
 }
 
+// Both copies of a pair whose blocks are 16 x 16 with the same codes in each (same_block_codes, the
+// same s_enc; the operand's sides multiples of 16, so a block's 16 lanes are all in range or all
+// out): a row-wise unit encodes its 1 x 16 row of a block as tile_group does and stores it, then the
+// block's 16 lanes transpose their codes (transpose_nibbles16) and lane j stores the block's column
+// j, a row of the transposed operand, with the same scale code. The transposed operand's units are
+// not run at all.
+template <class Cfg, class Op, class TOp>
+FP4JIT_DEV void tile_group_both(const float* tile, int unit, const OperandOut& o,
+                                const OperandOut& ot, i64 i0, i64 j0, float s_enc,
+                                const TwoLevel& tl, bool want_max, u32& global_max) {
+  static_assert(same_block_codes<Op, TOp>() && scale_is_code(Op::scale), "same codes, code scales");
+  constexpr int kPitch = Cfg::tile_cols + 1;
+  const int tl_line = unit % Cfg::tile_rows, tk = (unit / Cfg::tile_rows) * 16;
+  const i64 r = i0 + tl_line, c0 = j0 + tk;
+  const bool in = r < o.rows && c0 < o.cols;
+  const int lane16 = tl_line & 15;  // the row within its block (tile rows: multiples of 32)
+  float v[16];
+#pragma unroll
+  for (int e = 0; e < 16; ++e) v[e] = tile[tl_line * kPitch + tk + e];
+  u32 m[1];
+  GroupCodes<Op> g;
+  quantize_group<Op, false, false, false, true>(v, false, m, r, c0, in ? 16 : 0, o, s_enc, tl, 0u,
+                                                0u, want_max, global_max, nullptr, true, &g);
+  u32 w0 = g.words[0], w1 = g.words[1];
+  if (in) {
+    *reinterpret_cast<uint2*>(o.codes + r * o.row_bytes + (c0 >> 1)) = uint2{w0, w1};
+    if (lane16 == 0)
+      static_cast<u8*>(o.scales)[block_index<Op>(r, c0, o.scale_cols)] = static_cast<u8>(g.scales[0]);
+  }
+  transpose_nibbles16(w0, w1, lane16);
+  if (in) {
+    const i64 tr = c0 + lane16, tc0 = r - lane16;
+    *reinterpret_cast<uint2*>(ot.codes + tr * ot.row_bytes + (tc0 >> 1)) = uint2{w0, w1};
+    if (lane16 == 0)
+      static_cast<u8*>(ot.scales)[block_index<TOp>(tr, tc0, ot.scale_cols)] =
+          static_cast<u8>(g.scales[0]);
+  }
+}
+
 // Per-operand constants of a quantize_tile pass: s_enc and the two-level constants (quantize pass
 // of a two-level operand), and whether this pass accumulates the global amax.
 template <class Cfg, class Op, bool kUsed>
@@ -766,6 +805,11 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   constexpr int kColUnits = kColGroups ? kTN * (kTM / group_size<ColOp>()) : 0;
   static_assert(!kRowGroups || kTN % group_size<RowOp>() == 0, "tile holds whole groups");
   static_assert(!kColGroups || kTM % group_size<ColOp>() == 0, "tile holds whole groups");
+  // A pair of 16 x 16 lane-group operands with the same codes per block (NVFP4's w + wt): the
+  // transposed copy is the row-wise one transposed (tile_group_both) where, at run time, both take
+  // the same s_enc and every block lies wholly in or out of the operand (sides multiples of 16),
+  // with rows of codes whole 8-byte words.
+  constexpr bool kDerive = k2d && kRows && kCols && !kStats && same_block_codes<RowOp, ColOp>();
 
   __shared__ float tile[kTM * kPitch];
   __shared__ u32 acc_row[TileAcc<RowOp, kTM, kTN>::kSize];
@@ -777,6 +821,10 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   const i64 tiles = pass.tiles;
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
+  const bool derive = kDerive && nx::float_bits(pass.row.s_enc) == nx::float_bits(pass.col.s_enc) &&
+                      a.rows % 16 == 0 && a.cols % 16 == 0 && a.row.row_bytes % 8 == 0 &&
+                      a.col.row_bytes % 8 == 0;
+  const bool want_both = pass.row.want_max || pass.col.want_max;
 
   for (int i = static_cast<int>(threadIdx.x); i < TileAcc<RowOp, kTM, kTN>::kSize;
        i += Cfg::threads)
@@ -848,15 +896,24 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     if (t + gridDim.x < tiles) fetch(next_at.i0(), next_at.j0());
 
     if constexpr (kRowGroups || kColGroups) {
-      for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits; u += Cfg::threads) {
-        if (u < kRowUnits) {
-          if constexpr (kRowGroups)
-            tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, pass.row.s_enc, pass.row.tl,
-                                          a.seed, a.offset, pass.row.want_max, row_max);
-        } else {
-          if constexpr (kColGroups)
-            tile_group<Cfg, ColOp, true>(tile, u - kRowUnits, a.col, i0, j0, pass.col.s_enc,
-                                         pass.col.tl, a.seed, a.offset, pass.col.want_max, col_max);
+      if (kDerive && derive) {  // both copies from the row-wise units
+        for (int u = static_cast<int>(threadIdx.x); u < kRowUnits; u += Cfg::threads)
+          if constexpr (kDerive)
+            tile_group_both<Cfg, RowOp, ColOp>(tile, u, a.row, a.col, i0, j0, pass.row.s_enc,
+                                               pass.row.tl, want_both, row_max);
+      } else {
+        for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits;
+             u += Cfg::threads) {
+          if (u < kRowUnits) {
+            if constexpr (kRowGroups)
+              tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, pass.row.s_enc, pass.row.tl,
+                                            a.seed, a.offset, pass.row.want_max, row_max);
+          } else {
+            if constexpr (kColGroups)
+              tile_group<Cfg, ColOp, true>(tile, u - kRowUnits, a.col, i0, j0, pass.col.s_enc,
+                                           pass.col.tl, a.seed, a.offset, pass.col.want_max,
+                                           col_max);
+          }
         }
       }
     }
@@ -874,6 +931,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
       __syncthreads();
     }
   }
+  if (derive) col_max = row_max;  // the same elements
   if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }

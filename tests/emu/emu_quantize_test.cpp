@@ -180,21 +180,24 @@ INSTANTIATE_TEST_SUITE_P(Recipes, EmuQuantize, testing::ValuesIn(all_cases()), c
 // and the pair run no stats pass. w and wt (per source row, no OCC) and dy and dyt (per tensor)
 // share one stats pass, by quantize_rows over the row-wise operand. With a Hadamard on x and w the
 // select cannot give their stats (those are of the rotated values) and w's stats are not wt's: the
-// stats passes stay (planned only: their kernels are not compiled into the emulator). The
-// executed plans match the reference.
+// stats passes stay (planned only: their kernels are not compiled into the emulator). nvfp4's w
+// and wt (16 x 16 blocks, no Hadamard) need only the per-tensor amax, the same for both: the stats
+// pass carries w alone. The executed plans match the reference.
 TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
   struct PlanCase {
     const char* recipe;
     Role role;
     bool pair;
     int selects, rows_stats, tile_stats;
+    int stats_pairs = 0;  // stats passes that carry both operands
   };
   const char* had = "msfp4:x.had=16,w.had=16";
   for (const PlanCase& c :
        {PlanCase{"msfp4", Role::x, false, 1, 0, 0}, PlanCase{"msfp4", Role::xt, false, 1, 0, 0},
         PlanCase{"msfp4", Role::x, true, 1, 0, 0}, PlanCase{"msfp4", Role::w, true, 0, 1, 0},
         PlanCase{"msfp4", Role::dy, true, 0, 1, 0}, PlanCase{had, Role::x, false, 1, 1, 0},
-        PlanCase{had, Role::x, true, 1, 0, 1}, PlanCase{had, Role::w, true, 0, 0, 1}}) {
+        PlanCase{had, Role::x, true, 1, 0, 1, 0}, PlanCase{had, Role::w, true, 0, 0, 1, 1},
+        PlanCase{"nvfp4", Role::w, true, 0, 0, 1, 0}}) {
     SCOPED_TRACE(fmt::format("{} {}{}", c.recipe, name(c.role), c.pair ? " pair" : ""));
     const Recipe recipe = parse_recipe(c.recipe);
     const Role partner = c.role == Role::w ? Role::wt : (c.role == Role::dy ? Role::dyt : Role::xt);
@@ -209,7 +212,7 @@ TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
                                  QuantizeArgs{5, 0}, kDevice, a);
     };
     cuda::Arena counting;
-    int quantize_passes = 0, rows_stats = 0, tile_stats = 0, selects = 0;
+    int quantize_passes = 0, rows_stats = 0, tile_stats = 0, selects = 0, stats_pairs = 0;
     for (const cuda::Step& s : make(counting)) {
       const auto* l = std::get_if<cuda::Launch>(&s);
       if (l == nullptr) continue;
@@ -217,19 +220,77 @@ TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
       if (l->kernel.op != "quantize_rows" && l->kernel.op != "quantize_tile") continue;
       if (l->kernel.key_text.find("phase=stats") == std::string::npos)
         ++quantize_passes;
-      else
+      else {
         ++(l->kernel.op == "quantize_rows" ? rows_stats : tile_stats);
+        stats_pairs += l->kernel.key_text.find("col_role=") != std::string::npos &&
+                       l->kernel.key_text.find(";role=") != std::string::npos;
+      }
     }
     EXPECT_EQ(selects, c.selects);
     EXPECT_EQ(quantize_passes, 1);
     EXPECT_EQ(rows_stats, c.rows_stats);
     EXPECT_EQ(tile_stats, c.tile_stats);
+    EXPECT_EQ(stats_pairs, c.stats_pairs);
     if (c.recipe == had) continue;
     run(make);
     ASSERT_EQ(compare(ref, o, recipe[c.role].occ), "");
     if (c.pair) {
       ASSERT_EQ(compare(ref_t, o_t, recipe[partner].occ), "");
     }
+  }
+}
+
+// nvfp4's w + wt (16 x 16 blocks, the same codes per block in both copies) take the transposed
+// copy from the row-wise one (quantize_tile's tile_group_both) only where both copies have the same
+// s_enc. Given two different amaxes (delayed scaling) the pair must still equal each operand
+// quantized alone with its own; with the same amax given twice, the reference.
+TEST(EmuQuantizePair, SameBlockPairWithDifferentAmaxesMatchesEachAlone) {
+  const Recipe recipe = parse_recipe("nvfp4");
+  for (const DType dtype : {DType::bf16, DType::f32}) {
+    SCOPED_TRACE(name(dtype));
+    HostInput in = make_input(InputKind::random, dtype, 96, 160, 41, false);
+    const reference::QuantizeOptions ropt{.seed = 3, .offset = 0};
+    const QuantizedTensor ref = reference::quantize(recipe, Role::w, in.values, ropt);
+    const QuantizedTensor ref_t = reference::quantize(recipe, Role::wt, in.values, ropt);
+    const float amax_w = ref.amax, amax_wt = 2.5f * ref.amax;
+    HostOperand o(ref.layout, 0), o_t(ref_t.layout, 0), alone(ref.layout, 0),
+        alone_t(ref_t.layout, 0);
+    QuantizeArgs pair_args{3, 0};
+    pair_args.amax = &amax_w;
+    pair_args.amax_transposed = &amax_wt;
+    run([&](cuda::Arena& a) {
+      QuantizedView q = o.view(), qt = o_t.view();
+      return cuda::plan_quantize(recipe, Role::w, in.view(), q, &qt, pair_args, kDevice, a);
+    });
+    QuantizeArgs w_args{3, 0}, wt_args{3, 0};
+    w_args.amax = &amax_w;
+    wt_args.amax = &amax_wt;
+    run([&](cuda::Arena& a) {
+      QuantizedView q = alone.view();
+      return cuda::plan_quantize(recipe, Role::w, in.view(), q, nullptr, w_args, kDevice, a);
+    });
+    run([&](cuda::Arena& a) {
+      QuantizedView q = alone_t.view();
+      return cuda::plan_quantize(recipe, Role::wt, in.view(), q, nullptr, wt_args, kDevice, a);
+    });
+    ASSERT_EQ(compare(ref, alone, false), "");  // w alone, its own amax given: the reference
+    EXPECT_EQ(o.codes, alone.codes);
+    EXPECT_EQ(o.scales, alone.scales);
+    EXPECT_EQ(o.tensor_scale, alone.tensor_scale);
+    EXPECT_EQ(o_t.codes, alone_t.codes);
+    EXPECT_EQ(o_t.scales, alone_t.scales);
+    EXPECT_EQ(o_t.tensor_scale, alone_t.tensor_scale);
+    // The same amax for both: the transposed copy from the row-wise codes, as the reference.
+    pair_args.amax_transposed = &amax_w;
+    HostOperand s(ref.layout, 0), s_t(ref_t.layout, 0);
+    run([&](cuda::Arena& a) {
+      QuantizedView q = s.view(), qt = s_t.view();
+      return cuda::plan_quantize(recipe, Role::w, in.view(), q, &qt, pair_args, kDevice, a);
+    });
+    ASSERT_EQ(compare(ref, s, false), "");
+    ASSERT_EQ(compare(ref_t, s_t, false), "");
+    // wt with its own amax is not wt with w's (the case above tells the two apart).
+    EXPECT_TRUE(alone_t.scales != s_t.scales || alone_t.codes != s_t.codes);
   }
 }
 
