@@ -216,6 +216,48 @@ TEST_P(GpuQuantize, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, GpuQuantize, testing::ValuesIn(all_cases()), case_name);
 
+// nvfp4's w + wt (16 x 16 blocks, the same codes per block) takes wt's codes from w's only where
+// both copies have the same s_enc: with the two amaxes given apart (delayed scaling) each copy must
+// equal that operand quantized alone with its own amax.
+TEST(GpuQuantizePair, SameBlockPairWithDifferentAmaxesMatchesEachAlone) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe("nvfp4");
+  for (const DType dtype : {DType::bf16, DType::f32}) {
+    SCOPED_TRACE(name(dtype));
+    HostInput in = make_input(InputKind::random, dtype, 160, 512, 43, false);
+    DeviceInput din(in, 0);
+    const reference::QuantizeOptions ropt{.seed = 3, .offset = 0};
+    const QuantizedTensor ref = reference::quantize(recipe, Role::w, in.values, ropt);
+    const QuantizedTensor ref_t = reference::quantize(recipe, Role::wt, in.values, ropt);
+    const float amax[2] = {ref.amax, 2.5f * ref.amax};
+    cuda::DeviceBuffer amax_in(8);
+    amax_in.upload(amax, 8);
+    HostOperand out(ref.layout, 0), out_t(ref_t.layout, 0), alone(ref.layout, 0),
+        alone_t(ref_t.layout, 0);
+    DeviceOperand dout(out), dout_t(out_t), dalone(alone), dalone_t(alone_t);
+    QuantizeArgs pair_args{3, 0}, w_args{3, 0}, wt_args{3, 0};
+    pair_args.amax = w_args.amax = amax_in.get<float>();
+    pair_args.amax_transposed = wt_args.amax = amax_in.get<float>() + 1;
+    engine.quantize_pair(recipe, Role::w, din.view, dout.view(), dout_t.view(), pair_args);
+    engine.quantize(recipe, Role::w, din.view, dalone.view(), w_args);
+    engine.quantize(recipe, Role::wt, din.view, dalone_t.view(), wt_args);
+    Gpu::get()->scope.synchronize();
+    dout.download(out);
+    dout_t.download(out_t);
+    dalone.download(alone);
+    dalone_t.download(alone_t);
+    ASSERT_EQ(compare(ref, alone, false), "");  // w alone with its own amax: the reference
+    EXPECT_EQ(out.codes, alone.codes);
+    EXPECT_EQ(out.scales, alone.scales);
+    EXPECT_EQ(out.tensor_scale, alone.tensor_scale);
+    EXPECT_EQ(out_t.codes, alone_t.codes);
+    EXPECT_EQ(out_t.scales, alone_t.scales);
+    EXPECT_EQ(out_t.tensor_scale, alone_t.tensor_scale);
+    // wt with w's amax (what a derivation would give) is not wt with its own.
+    EXPECT_NE(compare(ref_t, alone_t, false), "");
+  }
+}
+
 // OCC on long rows (full and ragged, up to 20000 elements), each input type, random and
 // adversarial; x alone, and the x + xt pair from one select over 300 rows, so the transposed
 // operand's residual list is written in two chunks of source rows, the second one partial;
