@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -197,6 +198,20 @@ Shape shape_for(const Recipe& recipe, Role role, std::int64_t free_dim, std::int
   const std::int64_t kk = (min_k + k - 1) / k * k;
   if (role_info(role).transposed) return {kk, free_dim};
   return {free_dim, kk};
+}
+
+std::string compare_runs(const HostOperand& want, const HostOperand& got) {
+  const auto first = [](const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+    const auto d = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+    return static_cast<std::size_t>(d.first - a.begin());
+  };
+  if (want.codes != got.codes)
+    return fmt::format("codes differ at byte {}", first(want.codes, got.codes));
+  if (want.scales != got.scales)
+    return fmt::format("scales differ at byte {}", first(want.scales, got.scales));
+  if (std::memcmp(want.tensor_scale.data(), got.tensor_scale.data(), 4) != 0)
+    return fmt::format("tensor scales differ: {} and {}", want.tensor_scale[0], got.tensor_scale[0]);
+  return "";
 }
 
 std::string compare_column_sums(const Matrix<float>& values, const std::vector<std::uint8_t>& got,

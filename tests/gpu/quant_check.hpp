@@ -44,6 +44,8 @@ struct HostOperand {
 // Empty when `got` holds exactly the reference's bytes (codes, scales, tensor scale, amax,
 // residual list, which must have been written when `occ`); else the first difference, located.
 std::string compare(const QuantizedTensor& ref, const HostOperand& got, bool occ);
+// Empty if two runs wrote the same codes, scales and tensor scale, else what differs first.
+std::string compare_runs(const HostOperand& want, const HostOperand& got);
 
 // A source shape [rows, cols] valid for `role` of `recipe` (K a multiple of what the blocks and
 // transform need, at least `min_k`), with `free_dim` operand rows.
