@@ -155,6 +155,22 @@ struct EpilogueTerms {
     if (uses_bias<kBias>()) x0 += c.b0, x1 += c.b1;
   }
 
+  // The value an element pair is stored as, the same operations in the same order in every
+  // epilogue body: B's factors, the row factor f (alpha, A's factor), the column terms, then
+  // beta * C (kC; cv: the pair's C elements).
+  template <bool kC, BiasUse kBias = BiasUse::test>
+  __device__ __forceinline__ void pair_value(const GemmParams& p, const Pair& c, float f,
+                                             const float (&cv)[2], float& x0, float& x1) const {
+    apply_factors(c, x0, x1);
+    x0 *= f;
+    x1 *= f;
+    apply_columns<kBias>(c, x0, x1);
+    if constexpr (kC) {
+      x0 = fmaf(p.beta, cv[0], x0);
+      x1 = fmaf(p.beta, cv[1], x1);
+    }
+  }
+
   // C's elements (m, n) and (m, n + 1), the indices clamped into D, so the loads need no test and
   // no branch (the values read for elements past D's edges are never stored).
   __device__ __forceinline__ void load_c_clamped(const GemmParams& p, int m, int n,
@@ -241,14 +257,8 @@ __device__ __forceinline__ void epilogue_store_pairs(const GemmParams& p, const 
       for (int v1 = 0; v1 < 2; ++v1) {
         if (!rows.in[v1] || n >= p.N) continue;
         float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
-        t.apply_factors(c, x0, x1);
-        x0 *= rows.f[v1];
-        x1 *= rows.f[v1];
-        t.apply_columns(c, x0, x1);
-        if constexpr (kC) {  // x1 is stored only where has1
-          x0 = fmaf(p.beta, cv[j][v1][0], x0);
-          x1 = fmaf(p.beta, cv[j][v1][1], x1);
-        }
+        // (x1 is stored only where has1.)
+        t.template pair_value<kC>(p, c, rows.f[v1], cv[kC ? j : 0][v1], x0, x1);
         store_pair<Cfg::kOut>(p.d, static_cast<long long>(rows.m[v1]) * p.ldd + n, x0, x1, has1,
                               vec);
       }
@@ -311,14 +321,7 @@ __device__ __forceinline__ void epilogue_tma_pairs(
 #pragma unroll
       for (int v1 = 0; v1 < 2; ++v1) {
         float x0 = acc[4 * v2 + 2 * v1], x1 = acc[4 * v2 + 2 * v1 + 1];
-        t.apply_factors(c, x0, x1);
-        x0 *= rows.f[v1];
-        x1 *= rows.f[v1];
-        t.template apply_columns<kBias>(c, x0, x1);
-        if constexpr (kC) {
-          x0 = fmaf(p.beta, cv[j][v1][0], x0);
-          x1 = fmaf(p.beta, cv[j][v1][1], x1);
-        }
+        t.template pair_value<kC, kBias>(p, c, rows.f[v1], cv[kC ? j : 0][v1], x0, x1);
         const unsigned row_addr = epi + static_cast<unsigned>(lr[v1]) * 128u;
         if constexpr (kBytes == 2) {
           unsigned packed;
