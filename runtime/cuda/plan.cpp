@@ -5,7 +5,8 @@
 // operand needs a global amax (two-level) or blocks larger than a thread group: zeroed stat
 // words, quantize_rows/quantize_tile in the stats phase; for an OCC operand scaled per source
 // row, occ_select does it; a pair whose operands have the same stats runs it once] -> quantize
-// pass. Double quantization (src=requant) fuses into quantize_tile's pair mode when it can;
+// pass (which stats passes are shared or taken by the select: plan_stats.cpp). Double
+// quantization (src=requant) fuses into quantize_tile's pair mode when it can;
 // otherwise it is planned as quantize(forward) -> dequantize to the source layout -> quantize
 // from that.
 #include "runtime/cuda/plan.hpp"
@@ -47,35 +48,6 @@ i64 ceil_div(i64 a, i64 b) {
 i64 scale_bytes(const QuantLayout& l) {
   return l.scale_count() * (l.scale_is_code ? 1 : 4);
 }
-// Whether occ_select can take an OCC operand's stats pass: one block per source row (block=row
-// row-wise, block=col transposed, as msfp4's x and xt) and no Hadamard, so a block's stat word
-// is the largest |clamp(x)| over the row the select has just read.
-bool occ_stats_in_select(const OperandSpec& s, bool transposed) {
-  return s.occ && s.had.size == 0 &&
-         s.block.kind == (transposed ? Block::Kind::col : Block::Kind::row);
-}
-// Whether a pair's operands have the same stats: both scaled per source row (block=row row-wise,
-// block=col transposed: msfp4's x and xt, w and wt) or both per tensor (msfp4's dy and dyt), from
-// the same values (no Hadamard, the same OCC, the transposed one quantized directly). One stats
-// pass of the row-wise operand (occ_select's, or quantize_rows') then serves both.
-bool shared_source_stats(const OperandSpec& r, const OperandSpec& c) {
-  const bool per_row = r.block.kind == Block::Kind::row && c.block.kind == Block::Kind::col;
-  const bool per_tensor =
-      r.block.kind == Block::Kind::tensor && c.block.kind == Block::Kind::tensor;
-  return (per_row || per_tensor) && r.had.size == 0 && c.had.size == 0 && r.occ == c.occ &&
-         c.src == Source::direct;
-}
-
-// Whether a pair's operands take the same per-tensor amax and no stat words: tile blocks scaled
-// in two levels (the amax gives s_enc) from the same values (no Hadamard, the same OCC, the
-// transposed one quantized directly), as NVFP4's w and wt. A stats pass of the row-wise operand
-// alone then serves both.
-bool shared_tensor_amax(const OperandSpec& r, const OperandSpec& c) {
-  return r.block.kind == Block::Kind::tile && c.block.kind == Block::Kind::tile &&
-         r.rule == ScaleRule::two_level && c.rule == ScaleRule::two_level && r.had.size == 0 &&
-         c.had.size == 0 && r.occ == c.occ && c.src == Source::direct;
-}
-
 class Planner {
  public:
   Planner(const Recipe& recipe, const DeviceInfo& device, Arena& arena)

@@ -99,6 +99,16 @@ Launch column_sums_pass(const TensorView& in, float* partial, const DeviceInfo& 
 Launch column_sums_reduce(const TensorView& in, const float* partial, void* out, DType out_dtype,
                           const DeviceInfo& device);
 
+// Stats passes a plan can leave out (plan_stats.cpp).
+// Whether occ_select can take an OCC operand's stats pass (its stat words and amax).
+bool occ_stats_in_select(const OperandSpec& s, bool transposed);
+// Whether a pair's operands have the same stat words and amax: one stats pass of the row-wise
+// operand serves both.
+bool shared_source_stats(const OperandSpec& r, const OperandSpec& c);
+// Whether a pair's operands need only the same per-tensor amax: the row-wise operand's stats pass
+// alone serves both.
+bool shared_tensor_amax(const OperandSpec& r, const OperandSpec& c);
+
 // Quantizes `role` (mode rows or cols, from role_info(role).transposed), or with `out_t` the
 // pair (role, its transposed partner) from one read (mode both).
 Plan plan_quantize(const Recipe& recipe, Role role, const TensorView& in, const QuantizedView& out,

@@ -50,7 +50,8 @@ FP4JIT_HD U32x4 philox4x32_10(U32x4 ctr, u32 key0, u32 key1) {
 // Stochastic-rounding bits of element `index` (its row-major position in the quantized operand,
 // plus the caller's offset), `bits` (8 or 16) per element. One Philox call yields 128 bits, i.e.
 // the bits of 128/bits consecutive elements:
-//   counter = {lo32(index / per_call), hi32(index / per_call), 0, 0},  key = {lo32(seed), hi32(seed)}
+//   counter = {lo32(index / per_call), hi32(index / per_call), 0, 0}
+//   key = {lo32(seed), hi32(seed)}
 //   element j = index % per_call takes bits [j*bits, (j+1)*bits) of the 128-bit output, output
 //   word 0 first, least significant bits first.
 FP4JIT_HD u32 sr_bits_from_block(const U32x4& r, u32 j, int bits) {
@@ -63,7 +64,8 @@ FP4JIT_HD U32x4 sr_block(u64 seed, u64 block) {
 }
 FP4JIT_HD u32 sr_bits(u64 seed, u64 index, int bits) {
   const u64 per_call = 128u / static_cast<u32>(bits);
-  return sr_bits_from_block(sr_block(seed, index / per_call), static_cast<u32>(index % per_call), bits);
+  return sr_bits_from_block(sr_block(seed, index / per_call), static_cast<u32>(index % per_call),
+                            bits);
 }
 
 }  // namespace fp4jit::nx

@@ -32,8 +32,9 @@ FP4JIT_CONSTEXPR bool lane_groups_2d() {
 }
 // Whether two 16 x 16 lane-group operands give one block the same codes and scale code (NVFP4's w
 // and wt: the transposed copy's blocks are the row-wise copy's): the same element and scale
-// formats, scale rule and rounding, and no random bits (stochastic rounding draws by each copy's own
-// element order). Their s_enc must also agree (checked at run time: it comes from each operand's amax).
+// formats, scale rule and rounding, and no random bits (stochastic rounding draws by each copy's
+// own element order). Their s_enc must also agree (checked at run time: it comes from each
+// operand's amax).
 template <class A, class B>
 FP4JIT_CONSTEXPR bool same_block_codes() {
   return lane_groups_2d<A>() && lane_groups_2d<B>() && A::elem == B::elem && A::scale == B::scale &&

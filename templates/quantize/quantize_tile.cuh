@@ -186,10 +186,10 @@ FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64
 
 // Both copies of a pair whose blocks are 16 x 16 with the same codes in each (same_block_codes, the
 // same s_enc; the operand's sides multiples of 16, so a block's 16 lanes are all in range or all
-// out): a row-wise unit encodes its 1 x 16 row of a block as tile_group does and stores it, then the
-// block's 16 lanes transpose their codes (transpose_nibbles16) and lane j stores the block's column
-// j, a row of the transposed operand, with the same scale code. The transposed operand's units are
-// not run at all.
+// out): a row-wise unit encodes its 1 x 16 row of a block as tile_group does and stores it, then
+// the block's 16 lanes transpose their codes (transpose_nibbles16) and lane j stores the block's
+// column j, a row of the transposed operand, with the same scale code. The transposed operand's
+// units are not run at all.
 template <class Cfg, class Op, class TOp>
 FP4JIT_DEV void tile_group_both(const float* tile, int unit, const OperandOut& o,
                                 const OperandOut& ot, i64 i0, i64 j0, float s_enc,
@@ -211,7 +211,8 @@ FP4JIT_DEV void tile_group_both(const float* tile, int unit, const OperandOut& o
   if (in) {
     *reinterpret_cast<uint2*>(o.codes + r * o.row_bytes + (c0 >> 1)) = uint2{w0, w1};
     if (lane16 == 0)
-      static_cast<u8*>(o.scales)[block_index<Op>(r, c0, o.scale_cols)] = static_cast<u8>(g.scales[0]);
+      static_cast<u8*>(o.scales)[block_index<Op>(r, c0, o.scale_cols)] =
+          static_cast<u8>(g.scales[0]);
   }
   transpose_nibbles16(w0, w1, lane16);
   if (in) {
@@ -902,8 +903,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
             tile_group_both<Cfg, RowOp, ColOp>(tile, u, a.row, a.col, i0, j0, pass.row.s_enc,
                                                pass.row.tl, want_both, row_max);
       } else {
-        for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits;
-             u += Cfg::threads) {
+        for (int u = static_cast<int>(threadIdx.x); u < kRowUnits + kColUnits; u += Cfg::threads) {
           if (u < kRowUnits) {
             if constexpr (kRowGroups)
               tile_group<Cfg, RowOp, false>(tile, u, a.row, i0, j0, pass.row.s_enc, pass.row.tl,

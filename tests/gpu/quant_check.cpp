@@ -210,7 +210,8 @@ std::string compare_runs(const HostOperand& want, const HostOperand& got) {
   if (want.scales != got.scales)
     return fmt::format("scales differ at byte {}", first(want.scales, got.scales));
   if (std::memcmp(want.tensor_scale.data(), got.tensor_scale.data(), 4) != 0)
-    return fmt::format("tensor scales differ: {} and {}", want.tensor_scale[0], got.tensor_scale[0]);
+    return fmt::format("tensor scales differ: {} and {}", want.tensor_scale[0],
+                       got.tensor_scale[0]);
   return "";
 }
 
