@@ -204,6 +204,17 @@ FP4JIT_DEV u32 rotr(u32 x, u32 k) {
   return (x >> k) | (x << (32u - k));
 #endif
 }
+// (a & ~m) | (b & m), one LOP3 with m in a register (from the C++ form the compiler folded the
+// constant parts of m into immediates: three instructions).
+FP4JIT_DEV u32 bitselect(u32 a, u32 b, u32 m) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xD8;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
+  return d;
+#else
+  return (a & ~m) | (b & m);
+#endif
+}
 // A 16 x 16 matrix of 4-bit codes held a row per lane by 16 consecutive lanes (lane16 = i: row i,
 // column e at nibble e of the 64 bits w1:w0) transposed in place: lane j then holds column j (row i
 // at nibble i). Element (i, e) moves to (e, i), i.e. bit b of the row index trades places with bit
@@ -231,8 +242,8 @@ FP4JIT_DEV void transpose_nibbles16(u32& w0, u32& w1, int lane16) {
     const u32 take = hi ? ~m : m;
     const u32 g0 = shfl_xor(rotr(w0, rot), b);
     const u32 g1 = shfl_xor(rotr(w1, rot), b);
-    w0 = (w0 & ~take) | (g0 & take);
-    w1 = (w1 & ~take) | (g1 & take);
+    w0 = bitselect(w0, g0, take);
+    w1 = bitselect(w1, g1, take);
   }
 }
 

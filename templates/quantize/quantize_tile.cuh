@@ -60,12 +60,38 @@ FP4JIT_DEV void fill_column_scales(BlockScale* table, const OperandOut& o, i64 i
   }
 }
 
+// The float-tile path's 16 x 16 lane groups (k2d in tile_float) and whether its pair takes the
+// transposed copy from the row-wise codes (tile_group_both), from the config alone.
+template <class Cfg>
+FP4JIT_CONSTEXPR bool tile_float_2d() {
+  using RowOp = typename Cfg::RowOp;
+  using ColOp = typename Cfg::ColOp;
+  constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
+  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols;
+  return (!kRows || lane_groups_2d<RowOp>()) && (!kCols || lane_groups_2d<ColOp>()) &&
+         !Cfg::requant && kTM % 32 == 0 && kTN % 32 == 0 &&
+         ((kRows ? kTM * (kTN / 16) : 0) + (kCols ? kTN * (kTM / 16) : 0)) % Cfg::threads == 0;
+}
+template <class Cfg>
+FP4JIT_CONSTEXPR bool tile_float_derive() {
+  return tile_float_2d<Cfg>() && Cfg::mode == Mode::both && Cfg::phase == Phase::quantize &&
+         same_block_codes<typename Cfg::RowOp, typename Cfg::ColOp>();
+}
+// Floats per row of the float tile: one more than the row, so that a warp reading one column
+// down 32 rows (the transposed operand) or one element of 32 rows hits 32 banks; four more where
+// the pair derives the transposed copy (its row-wise units read 16-byte pieces of 32 rows, the
+// fill stores them: 16-byte aligned, a quarter warp over all banks).
+template <class Cfg>
+FP4JIT_CONSTEXPR int tile_float_pitch() {
+  return Cfg::tile_cols + (tile_float_derive<Cfg>() ? 4 : 1);
+}
+
 // Processes one operand held in the tile. kTransposed: operand rows are source columns.
 // col_scales: the operand's ColumnScales table for this tile (block=col), else unused.
 template <class Cfg, class Op, bool kTransposed>
 FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0, i64 j0, u64 seed,
                              u64 offset, u32& global_max, const BlockScale* col_scales) {
-  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = kTN + 1;
+  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = tile_float_pitch<Cfg>();
   constexpr int kG = group_k_lanes<Op>();
   constexpr int kL = 32 / kG;                      // lines (operand rows) per warp
   constexpr int kLines = kTransposed ? kTN : kTM;  // operand rows in the tile
@@ -164,7 +190,7 @@ template <class Cfg, class Op, bool kTransposed>
 FP4JIT_DEV void tile_group(const float* tile, int unit, const OperandOut& o, i64 i0, i64 j0,
                            float s_enc, const TwoLevel& tl, u64 seed, u64 offset, bool want_max,
                            u32& global_max) {
-  constexpr int kTN = Cfg::tile_cols, kPitch = kTN + 1;
+  constexpr int kPitch = tile_float_pitch<Cfg>();
   constexpr int kG = group_size<Op>();
   constexpr int kLines = kTransposed ? Cfg::tile_cols : Cfg::tile_rows;
   constexpr bool kStats = Cfg::phase == Phase::stats;
@@ -195,14 +221,22 @@ FP4JIT_DEV void tile_group_both(const float* tile, int unit, const OperandOut& o
                                 const OperandOut& ot, i64 i0, i64 j0, float s_enc,
                                 const TwoLevel& tl, bool want_max, u32& global_max) {
   static_assert(same_block_codes<Op, TOp>() && scale_is_code(Op::scale), "same codes, code scales");
-  constexpr int kPitch = Cfg::tile_cols + 1;
+  constexpr int kPitch = tile_float_pitch<Cfg>();
+  static_assert(kPitch % 4 == 0, "16-byte rows");
   const int tl_line = unit % Cfg::tile_rows, tk = (unit / Cfg::tile_rows) * 16;
   const i64 r = i0 + tl_line, c0 = j0 + tk;
   const bool in = r < o.rows && c0 < o.cols;
   const int lane16 = tl_line & 15;  // the row within its block (tile rows: multiples of 32)
   float v[16];
+  const float4* row = reinterpret_cast<const float4*>(tile + tl_line * kPitch + tk);
 #pragma unroll
-  for (int e = 0; e < 16; ++e) v[e] = tile[tl_line * kPitch + tk + e];
+  for (int q = 0; q < 4; ++q) {
+    const float4 f = row[q];
+    v[4 * q] = f.x;
+    v[4 * q + 1] = f.y;
+    v[4 * q + 2] = f.z;
+    v[4 * q + 3] = f.w;
+  }
   u32 m[1];
   GroupCodes<Op> g;
   quantize_group<Op, false, false, false, true>(v, false, m, r, c0, in ? 16 : 0, o, s_enc, tl, 0u,
@@ -411,7 +445,7 @@ FP4JIT_DEV void tile_raw_column_sums(const uint4* tile, const QuantizeArgs& a, i
 }
 template <class Cfg>
 FP4JIT_DEV void tile_float_column_sums(const float* tile, const QuantizeArgs& a, i64 i0, i64 j0) {
-  constexpr int kPitch = Cfg::tile_cols + 1;
+  constexpr int kPitch = tile_float_pitch<Cfg>();
   constexpr int kItems = (Cfg::tile_rows / kSumChunkRows) * (Cfg::tile_cols / 4);
   static_assert(Cfg::tile_rows % kSumChunkRows == 0 && Cfg::tile_cols % 4 == 0,
                 "column sums: tiles of whole 64-row chunks and groups of four columns");
@@ -778,7 +812,7 @@ template <class Cfg>
 FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   using RowOp = typename Cfg::RowOp;
   using ColOp = typename Cfg::ColOp;
-  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = kTN + 1;
+  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = tile_float_pitch<Cfg>();
   constexpr bool kRows = Cfg::mode != Mode::cols, kCols = Cfg::mode != Mode::rows;
   constexpr bool kStats = Cfg::phase == Phase::stats;
   constexpr int kSegsPerRow = kTN / kVec;
@@ -796,10 +830,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   // consecutive lines of one operand and one group column (tile sides multiples of 32) and every
   // thread runs every pass of the unit loop (the block maxima are shuffles over whole warps);
   // other tiles keep the segments.
-  constexpr bool k2d =
-      (!kRows || lane_groups_2d<RowOp>()) && (!kCols || lane_groups_2d<ColOp>()) && !Cfg::requant &&
-      kTM % 32 == 0 && kTN % 32 == 0 &&
-      ((kRows ? kTM * (kTN / 16) : 0) + (kCols ? kTN * (kTM / 16) : 0)) % Cfg::threads == 0;
+  constexpr bool k2d = tile_float_2d<Cfg>();
   constexpr bool kRowGroups = kRows && (lane_groups<RowOp>() || k2d) && !Cfg::requant;
   constexpr bool kColGroups = kCols && (lane_groups<ColOp>() || k2d) && !Cfg::requant;
   constexpr int kRowUnits = kRowGroups ? kTM * (kTN / group_size<RowOp>()) : 0;
@@ -810,9 +841,9 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   // transposed copy is the row-wise one transposed (tile_group_both) where, at run time, both take
   // the same s_enc and every block lies wholly in or out of the operand (sides multiples of 16),
   // with rows of codes whole 8-byte words.
-  constexpr bool kDerive = k2d && kRows && kCols && !kStats && same_block_codes<RowOp, ColOp>();
+  constexpr bool kDerive = tile_float_derive<Cfg>();
 
-  __shared__ float tile[kTM * kPitch];
+  __shared__ __align__(16) float tile[kTM * kPitch];
   __shared__ u32 acc_row[TileAcc<RowOp, kTM, kTN>::kSize];
   __shared__ u32 acc_col[TileAcc<ColOp, kTN, kTM>::kSize];
   __shared__ BlockScale row_col_scales[ColumnScales<Cfg, RowOp, false>::kSize];
@@ -886,8 +917,15 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
             if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
         }
       }
+      if constexpr (kPitch % 4 == 0 && kVec % 4 == 0) {
+        float4* dst = reinterpret_cast<float4*>(tile + tr * kPitch + tc);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) tile[tr * kPitch + tc + e] = v[e];
+        for (int q = 0; q < kVec / 4; ++q)
+          dst[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) tile[tr * kPitch + tc + e] = v[e];
+      }
     }
     if constexpr (kRows) fill_column_scales<Cfg, RowOp, false>(row_col_scales, a.row, i0, j0);
     if constexpr (kCols) fill_column_scales<Cfg, ColOp, true>(col_col_scales, a.col, i0, j0);

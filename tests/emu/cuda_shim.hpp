@@ -23,6 +23,12 @@ struct uint4 {
 struct uint2 {
   unsigned x, y;
 };
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return float4{x, y, z, w};
+}
 
 namespace fp4jit::emu {
 
