@@ -13,12 +13,38 @@
 
 namespace fp4jit::cuda {
 
+// Puts the calling thread in relaxed stream-capture mode for a scope and restores its mode after.
+// A framework capturing a CUDA graph (torch.cuda.graph's default is the global mode) makes every
+// "potentially unsafe" driver call of a capturing thread fail, and such a failure invalidates the
+// capture: pointer queries, module loads, function attributes and pool set-up are among them. The
+// library makes those calls on the host only (no synchronization with the caller's stream, no
+// allocation outside its stream-ordered pool), so they are safe to make while the caller's stream
+// is captured; its launches, memsets and pool allocations on that stream are recorded as usual.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const Driver& d) : d_(d) {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    exchanged_ = d_.thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
+    previous_ = mode;
+  }
+  ~RelaxedCapture() {
+    if (exchanged_) d_.thread_exchange_capture_mode(&previous_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  const Driver& d_;
+  CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
+
 // Makes a context current for a scope (push / pop) unless it already is (a framework's thread
-// usually has the device's primary context current: then no push or pop); the destructor never
-// throws.
+// usually has the device's primary context current: then no push or pop), with the thread's
+// capture mode relaxed (RelaxedCapture) for the same scope; the destructor never throws.
 class ContextGuard {
  public:
-  ContextGuard(const Driver& d, CUcontext ctx) : d_(d) {
+  ContextGuard(const Driver& d, CUcontext ctx) : d_(d), relaxed_(d) {
     CUcontext current = nullptr;
     if (d_.ctx_get_current(&current) == CUDA_SUCCESS && current == ctx) return;
     check(d_.ctx_push_current(ctx), "cuCtxPushCurrent");
@@ -34,6 +60,7 @@ class ContextGuard {
 
  private:
   const Driver& d_;
+  RelaxedCapture relaxed_;
   bool pushed_ = false;
 };
 

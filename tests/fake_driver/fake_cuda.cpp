@@ -13,6 +13,14 @@
 // counts; fake_cuda_last_launch_ex(grid, cluster, dependent) tells the last cuLaunchKernelEx's
 // grid, cluster size and programmatic dependency; fake_cuda_output_maps(v) the tensor maps of
 // element types other than uint8 (a GEMM's D) since the last reset, and the last one's shape.
+// fake_cuda_set_capturing(on) models a stream capture in the global mode (torch.cuda.graph's
+// default) going on in the process: then the "potentially unsafe" calls of a thread not in relaxed
+// mode (cuThreadExchangeStreamCaptureMode) fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as the
+// real driver's do (and would invalidate the capture); fake_cuda_refused() counts them since the
+// last reset, fake_cuda_capture_mode() is the calling thread's mode. The unsafe set modelled here
+// is every call that is neither a stream-ordered operation nor a pure lookup: module loads and
+// function attributes, occupancy, pointer queries, pool set-up, synchronous copies and
+// synchronizations, and non-stream-ordered allocation.
 #include <cuda.h>
 
 #include <atomic>
@@ -39,6 +47,20 @@ thread_local CUcontext g_current;  // the context stack's top (one level is all 
 
 CUresult count(Counter c) {
   g_counts[c].fetch_add(1, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+std::atomic<int> g_capturing{0};  // a global-mode capture is going on (fake_cuda_set_capturing)
+std::atomic<long> g_refused{0};
+thread_local CUstreamCaptureMode g_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+// Counts c; refuses it as the driver refuses an unsafe call during a capture.
+CUresult unsafe(Counter c) {
+  count(c);
+  if (g_capturing.load() != 0 && g_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    g_refused.fetch_add(1);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -129,14 +151,14 @@ CUresult f_ctx_get_current(CUcontext* c) {
   return count(k_ctx_get_current);
 }
 CUresult f_ctx_synchronize() {
-  return count(k_ctx_synchronize);
+  return unsafe(k_ctx_synchronize);
 }
 CUresult f_module_load_data(CUmodule* m, const void*) {
   *m = token<CUmodule>();
-  return count(k_module_load_data);
+  return unsafe(k_module_load_data);
 }
 CUresult f_module_unload(CUmodule) {
-  return count(k_module_unload);
+  return unsafe(k_module_unload);
 }
 CUresult f_module_get_function(CUfunction* f, CUmodule, const char*) {
   *f = token<CUfunction>();
@@ -144,10 +166,10 @@ CUresult f_module_get_function(CUfunction* f, CUmodule, const char*) {
 }
 CUresult f_func_get_attribute(int* v, CUfunction_attribute, CUfunction) {
   *v = 0;
-  return count(k_func_get_attribute);
+  return unsafe(k_func_get_attribute);
 }
 CUresult f_func_set_attribute(CUfunction, CUfunction_attribute, int) {
-  return count(k_func_set_attribute);
+  return unsafe(k_func_set_attribute);
 }
 // Tensor maps of other element types than uint8 (the operands' codes are uint8): how many since
 // the last reset, and the last one's element bytes, dims, row pitch, box and swizzle.
@@ -203,19 +225,19 @@ CUresult f_launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void**, vo
 }
 CUresult f_occupancy_clusters(int* n, CUfunction, const CUlaunchConfig* config) {
   *n = kSmCount / cluster_size(config);
-  return count(k_occupancy_clusters);
+  return unsafe(k_occupancy_clusters);
 }
 CUresult f_occupancy(int* n, CUfunction, int, std::size_t) {
   *n = 1;
-  return count(k_occupancy);
+  return unsafe(k_occupancy);
 }
 CUresult f_mem_alloc(CUdeviceptr* p, std::size_t bytes) {
   *p = fake_address(bytes);
-  return count(k_mem_alloc);
+  return unsafe(k_mem_alloc);
 }
 CUresult f_mem_free(CUdeviceptr p) {
   release(p);
-  return count(k_mem_free);
+  return unsafe(k_mem_free);
 }
 CUresult f_mem_alloc_async(CUdeviceptr* p, std::size_t bytes, CUstream) {
   *p = fake_address(bytes);
@@ -227,24 +249,24 @@ CUresult f_mem_free_async(CUdeviceptr p, CUstream) {
 }
 CUresult f_mem_pool_create(CUmemoryPool* pool, const CUmemPoolProps*) {
   *pool = token<CUmemoryPool>();
-  return count(k_mem_pool_create);
+  return unsafe(k_mem_pool_create);
 }
 CUresult f_mem_pool_destroy(CUmemoryPool) {
   return count(k_mem_pool_destroy);
 }
 CUresult f_mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
-  return count(k_mem_pool_set_attribute);
+  return unsafe(k_mem_pool_set_attribute);
 }
 CUresult f_mem_alloc_from_pool_async(CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream) {
   *p = fake_address(bytes);
   return count(k_mem_alloc_from_pool_async);
 }
 CUresult f_memcpy_htod(CUdeviceptr, const void*, std::size_t) {
-  return count(k_memcpy_htod);
+  return unsafe(k_memcpy_htod);
 }
 CUresult f_memcpy_dtoh(void* dst, CUdeviceptr, std::size_t bytes) {
   std::memset(dst, 0, bytes);
-  return count(k_memcpy_dtoh);
+  return unsafe(k_memcpy_dtoh);
 }
 CUresult f_memcpy_dtod_async(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
   return count(k_memcpy_dtod_async);
@@ -258,7 +280,7 @@ CUresult f_memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) {
 // Addresses inside a live allocation are device memory; others are not CUDA memory (the real
 // driver: cuPointerGetAttribute fails, cuPointerGetAttributes succeeds with null answers).
 CUresult f_pointer_get_attribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
-  count(k_pointer_get_attribute);
+  if (const CUresult r = unsafe(k_pointer_get_attribute); r != CUDA_SUCCESS) return r;
   std::uint64_t start = 0, size = 0;
   if (!allocation_of(p, &start, &size)) return CUDA_ERROR_INVALID_VALUE;
   if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
@@ -266,6 +288,7 @@ CUresult f_pointer_get_attribute(void* data, CUpointer_attribute a, CUdeviceptr 
 }
 CUresult f_pointer_get_attributes(unsigned n, CUpointer_attribute* attributes, void** data,
                                   CUdeviceptr p) {
+  if (const CUresult r = unsafe(k_pointer_get_attributes); r != CUDA_SUCCESS) return r;
   std::uint64_t start = 0, size = 0;
   const bool device = allocation_of(p, &start, &size);
   for (unsigned i = 0; i < n; ++i) {
@@ -283,7 +306,7 @@ CUresult f_pointer_get_attributes(unsigned n, CUpointer_attribute* attributes, v
         break;
     }
   }
-  return count(k_pointer_get_attributes);
+  return CUDA_SUCCESS;
 }
 CUresult f_stream_create(CUstream* s, unsigned) {
   *s = token<CUstream>();
@@ -293,7 +316,13 @@ CUresult f_stream_destroy(CUstream) {
   return count(k_stream_destroy);
 }
 CUresult f_stream_synchronize(CUstream) {
-  return count(k_stream_synchronize);
+  return unsafe(k_stream_synchronize);
+}
+CUresult f_thread_exchange_capture_mode(CUstreamCaptureMode* mode) {
+  const CUstreamCaptureMode previous = g_mode;
+  g_mode = *mode;
+  *mode = previous;
+  return count(k_thread_exchange_capture_mode);
 }
 CUresult f_event_create(CUevent* e, unsigned) {
   *e = token<CUevent>();
@@ -306,7 +335,7 @@ CUresult f_event_record(CUevent, CUstream) {
   return count(k_event_record);
 }
 CUresult f_event_synchronize(CUevent) {
-  return count(k_event_synchronize);
+  return unsafe(k_event_synchronize);
 }
 CUresult f_event_elapsed_time(float* ms, CUevent, CUevent) {
   *ms = 0.0f;
@@ -356,6 +385,7 @@ void* const kEntries[k_count] = {
     reinterpret_cast<void*>(&f_stream_create),
     reinterpret_cast<void*>(&f_stream_destroy),
     reinterpret_cast<void*>(&f_stream_synchronize),
+    reinterpret_cast<void*>(&f_thread_exchange_capture_mode),
     reinterpret_cast<void*>(&f_event_create),
     reinterpret_cast<void*>(&f_event_destroy),
     reinterpret_cast<void*>(&f_event_record),
@@ -410,7 +440,21 @@ __attribute__((visibility("default"))) long fake_cuda_output_maps(long* v) {
   return g_out_maps.load();
 }
 
+// A global-mode stream capture going on in the process (on) or not (off).
+__attribute__((visibility("default"))) void fake_cuda_set_capturing(int on) {
+  g_capturing.store(on);
+}
+// Unsafe calls refused during a capture since the last reset.
+__attribute__((visibility("default"))) long fake_cuda_refused() {
+  return g_refused.load();
+}
+// The calling thread's capture mode (CUstreamCaptureMode).
+__attribute__((visibility("default"))) int fake_cuda_capture_mode() {
+  return static_cast<int>(g_mode);
+}
+
 __attribute__((visibility("default"))) void fake_cuda_reset() {
+  g_refused.store(0);
   g_out_maps.store(0);
   for (auto& c : g_counts) c.store(0, std::memory_order_relaxed);
 }

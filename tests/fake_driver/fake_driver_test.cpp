@@ -13,6 +13,7 @@
 #include "fp4jit/engine.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/cuda/device_memory.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "tests/temp_dir_test.hpp"
 
 namespace fp4jit {
@@ -120,6 +121,48 @@ TEST_F(FakeDriverTest, LinearStepAsksTheDriverOnlyForItsLaunches) {
   EXPECT_EQ(pointer_queries(), 0) << "every pointer lies in an allocation already checked";
   EXPECT_EQ(calls("cuCtxPushCurrent"), 0) << "the context was current already";
   EXPECT_EQ(calls("cuCtxPopCurrent"), 0);
+}
+
+// A framework capturing the step into a CUDA graph (torch.cuda.graph: the global capture mode)
+// while the library sees the layer for the first time: its kernels are compiled and loaded and its
+// new buffers' pointers queried during the capture. Those driver calls are refused to a thread in
+// the global mode (and would invalidate the capture); the library makes them in relaxed mode and
+// gives the thread its mode back.
+TEST_F(FakeDriverTest, FirstStepDuringAGraphCaptureMakesNoRefusedCall) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  const auto set_capturing = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_capturing"));
+  const auto refused = reinterpret_cast<long (*)()>(dlsym(lib, "fake_cuda_refused"));
+  const auto mode = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_capture_mode"));
+  ASSERT_TRUE(set_capturing != nullptr && refused != nullptr && mode != nullptr);
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  Layer layer(r, LinearShape{1024, 512, 512});  // allocated before the capture, as a graph's
+                                                // static inputs are
+  ASSERT_EQ(mode(), CU_STREAM_CAPTURE_MODE_GLOBAL);
+  reset_();
+  set_capturing(1);
+  // The model refuses what the driver refuses: a pointer query in the global mode.
+  unsigned type = 0;
+  CUpointer_attribute what = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+  void* data = &type;
+  EXPECT_EQ(cuda::require_driver().pointer_get_attributes(
+                1, &what, &data, reinterpret_cast<CUdeviceptr>(layer.x.get())),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  ASSERT_EQ(refused(), 1);
+  reset_();
+  try {
+    layer.step(*engine_, r, false);  // compiles and loads; scratch from the pool
+  } catch (const Error& e) {
+    set_capturing(0);
+    FAIL() << e.what();
+  }
+  set_capturing(0);
+  EXPECT_EQ(refused(), 0);
+  EXPECT_GT(calls("cuModuleLoadData"), 0);
+  EXPECT_GT(pointer_queries(), 0);
+  EXPECT_GT(calls("cuMemAllocFromPoolAsync"), 0);
+  EXPECT_EQ(mode(), CU_STREAM_CAPTURE_MODE_GLOBAL) << "the thread's capture mode restored";
 }
 
 TEST_F(FakeDriverTest, LinearStepWithoutScratchTakesItFromThePool) {
