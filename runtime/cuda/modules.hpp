@@ -14,12 +14,13 @@
 namespace fp4jit::cuda {
 
 // Puts the calling thread in relaxed stream-capture mode for a scope and restores its mode after.
-// A framework capturing a CUDA graph (torch.cuda.graph's default is the global mode) makes every
-// "potentially unsafe" driver call of a capturing thread fail, and such a failure invalidates the
-// capture: pointer queries, module loads, function attributes and pool set-up are among them. The
-// library makes those calls on the host only (no synchronization with the caller's stream, no
-// allocation outside its stream-ordered pool), so they are safe to make while the caller's stream
-// is captured; its launches, memsets and pool allocations on that stream are recorded as usual.
+// While a framework captures a CUDA graph (torch.cuda.graph's default is the global mode), the
+// driver refuses a capturing thread's "potentially unsafe" calls (those that may synchronize or
+// allocate outside stream order), and the refusal invalidates the capture. A call that meets a
+// kernel for the first time loads its module and sets its attributes, which may be such calls;
+// the library makes them for itself, never waiting on the caller's stream, so they are safe while
+// that stream is captured. Its launches, memsets and pool allocations on the stream are recorded
+// as usual.
 class RelaxedCapture {
  public:
   explicit RelaxedCapture(const Driver& d) : d_(d) {

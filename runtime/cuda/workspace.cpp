@@ -48,11 +48,26 @@ WorkspacePool::~WorkspacePool() {
 CUdeviceptr WorkspacePool::allocate(std::size_t bytes, CUstream s) const {
   CUdeviceptr p = 0;
   check(d_.mem_alloc_from_pool_async(&p, bytes, pool_, s), "cuMemAllocFromPoolAsync (workspace)");
+  std::lock_guard lock(mutex_);
+  live_[static_cast<std::uintptr_t>(p)] = bytes;
   return p;
 }
 
 void WorkspacePool::free(CUdeviceptr p, CUstream s) const {
-  if (p != 0) d_.mem_free_async(p, s);
+  if (p == 0) return;
+  {
+    std::lock_guard lock(mutex_);
+    live_.erase(static_cast<std::uintptr_t>(p));
+  }
+  d_.mem_free_async(p, s);
+}
+
+bool WorkspacePool::holds(std::uintptr_t p) const {
+  std::lock_guard lock(mutex_);
+  auto it = live_.upper_bound(p);
+  if (it == live_.begin()) return false;
+  --it;
+  return p - it->first < it->second;
 }
 
 Workspace::Workspace(const WorkspacePool& pool, CUstream s, std::int64_t bytes)

@@ -9,6 +9,8 @@
 // FP4JIT_WORKSPACE_KEEP_MB (default: all of it), and never touches the caller's allocators.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "runtime/cuda/driver.hpp"
 
@@ -24,10 +26,17 @@ class WorkspacePool {
 
   CUdeviceptr allocate(std::size_t bytes, CUstream s) const;
   void free(CUdeviceptr p, CUstream s) const;
+  // Whether p lies in an allocation of this pool not yet freed. The backend's own scratch is
+  // device memory without asking the driver, which cannot answer for it while a CUDA graph is
+  // being captured: an allocation made during a capture is a graph memory node, its address
+  // reserved but not mapped until the graph runs.
+  bool holds(std::uintptr_t p) const;
 
  private:
   const Driver& d_;
   CUmemoryPool pool_ = nullptr;
+  mutable std::mutex mutex_;
+  mutable std::map<std::uintptr_t, std::size_t> live_;  // start -> bytes
 };
 
 // FP4JIT_WORKSPACE_KEEP_MB parsed: UINT64_MAX when unset; Error(invalid_argument) naming the

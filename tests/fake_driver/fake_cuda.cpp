@@ -16,11 +16,13 @@
 // fake_cuda_set_capturing(on) models a stream capture in the global mode (torch.cuda.graph's
 // default) going on in the process: then the "potentially unsafe" calls of a thread not in relaxed
 // mode (cuThreadExchangeStreamCaptureMode) fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as the
-// real driver's do (and would invalidate the capture); fake_cuda_refused() counts them since the
+// real driver's do (and would invalidate the capture), and a pool allocation gets an address the
+// pointer queries do not know (a graph memory node's); fake_cuda_refused() counts them since the
 // last reset, fake_cuda_capture_mode() is the calling thread's mode. The unsafe set modelled here
 // is every call that is neither a stream-ordered operation nor a pure lookup: module loads and
-// function attributes, occupancy, pointer queries, pool set-up, synchronous copies and
-// synchronizations, and non-stream-ordered allocation.
+// function attributes, occupancy, pool set-up, synchronous copies and synchronizations, and
+// allocation outside stream order (pointer queries are lookups: an H200 with driver 580 answered
+// them during a global-mode capture).
 #include <cuda.h>
 
 #include <atomic>
@@ -258,7 +260,7 @@ CUresult f_mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
   return unsafe(k_mem_pool_set_attribute);
 }
 CUresult f_mem_alloc_from_pool_async(CUdeviceptr* p, std::size_t bytes, CUmemoryPool, CUstream) {
-  *p = fake_address(bytes);
+  *p = g_capturing.load() != 0 ? fake_cuda::graph_address(bytes) : fake_address(bytes);
   return count(k_mem_alloc_from_pool_async);
 }
 CUresult f_memcpy_htod(CUdeviceptr, const void*, std::size_t) {
@@ -280,7 +282,7 @@ CUresult f_memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) {
 // Addresses inside a live allocation are device memory; others are not CUDA memory (the real
 // driver: cuPointerGetAttribute fails, cuPointerGetAttributes succeeds with null answers).
 CUresult f_pointer_get_attribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
-  if (const CUresult r = unsafe(k_pointer_get_attribute); r != CUDA_SUCCESS) return r;
+  count(k_pointer_get_attribute);
   std::uint64_t start = 0, size = 0;
   if (!allocation_of(p, &start, &size)) return CUDA_ERROR_INVALID_VALUE;
   if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;
@@ -288,7 +290,7 @@ CUresult f_pointer_get_attribute(void* data, CUpointer_attribute a, CUdeviceptr 
 }
 CUresult f_pointer_get_attributes(unsigned n, CUpointer_attribute* attributes, void** data,
                                   CUdeviceptr p) {
-  if (const CUresult r = unsafe(k_pointer_get_attributes); r != CUDA_SUCCESS) return r;
+  count(k_pointer_get_attributes);
   std::uint64_t start = 0, size = 0;
   const bool device = allocation_of(p, &start, &size);
   for (unsigned i = 0; i < n; ++i) {

@@ -22,6 +22,11 @@ CUdeviceptr fake_address(std::size_t bytes) {
   return static_cast<CUdeviceptr>(start);
 }
 
+CUdeviceptr graph_address(std::size_t bytes) {
+  const std::uint64_t size = (static_cast<std::uint64_t>(bytes) + 255) / 256 * 256 + 256;
+  return static_cast<CUdeviceptr>(g_next_address.fetch_add(size));
+}
+
 void release(CUdeviceptr p) {
   std::lock_guard lock(g_mutex);
   g_allocations.erase(static_cast<std::uint64_t>(p));
