@@ -14,6 +14,10 @@ than BF16):
              loop enqueues its layers (--iters // 4 times), per step: the host runs ahead of the
              GPU unless it needs longer per step than the GPU does; with the SM clock read
              while the chain runs (NVML, where PyTorch can read it)
+  graph      (--graph) the step captured once into a CUDA graph (torch.cuda.graph) and replayed,
+             events around each replay, then a synchronization (--iters times): the GPU's own
+             time for the step, without the host's; "-" where the layer refuses the capture (a
+             training step with stochastic rounding: a graph would replay its capture's seeds)
 Gradients (--grads): `none` (the default) drops the layer's and the input's gradients before
 every step, as a training loop does after `optimizer.zero_grad()` (PyTorch's default
 set_to_none=True): autograd then keeps each returned gradient as it is. `accumulate` keeps them,
@@ -35,6 +39,7 @@ import sys
 
 import torch
 
+import fp4jit
 import fp4jit.torch as fp4
 
 
@@ -115,6 +120,41 @@ def time_chain(layer, x, dy, chain, iters, accumulate):
     return statistics.median(times), (statistics.median(clocks) if clocks else None)
 
 
+def time_graph(layer, x, dy, warmup, iters):
+    """Median time of one replay of the step captured into a CUDA graph (gradients dropped before
+    the capture, so the graph writes them into its own buffers), or None where the layer refuses
+    the capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
+        for _ in range(max(warmup, 1)):
+            drop_grads(layer, x)
+            layer(x).backward(dy)
+    torch.cuda.current_stream().wait_stream(side)
+    drop_grads(layer, x)
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            layer(x).backward(dy)
+    except fp4jit.Error as e:
+        if e.status != "UNSUPPORTED":
+            raise
+        torch.cuda.synchronize()
+        return None
+    g.replay()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    drop_grads(layer, x)
+    del g
+    return statistics.median(times)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x4096x4096")
@@ -127,8 +167,12 @@ def main(argv=None):
                     "main_grad: the weight gradient added into an FP32 weight.main_grad")
     ap.add_argument("--keep-weights", action="store_true",
                     help="also each recipe with W quantized once per chain of steps (is_first_microbatch)")
+    ap.add_argument("--graph", action="store_true",
+                    help="also each step replayed from a CUDA graph (with --grads none, without --keep-weights)")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    if args.graph and (args.grads != "none" or args.keep_weights):
+        ap.error("--graph times steps with gradients dropped (--grads none) and W quantized every step")
     if not torch.cuda.is_available():
         print("torch_linear_bench: no CUDA device", file=sys.stderr)
         return 2
@@ -138,7 +182,8 @@ def main(argv=None):
                              "accumulate": "accumulated into .grad every step",
                              "main_grad": "dW added into an FP32 weight.main_grad every step"}[args.grads])
     main_grad = args.grads == "main_grad"
-    print("%-18s %-14s %10s %10s %12s %10s %8s" % ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz"))
+    head = ("shape", "layer", "step ms", "vs bf16", "in a row ms", "vs bf16", "SM MHz")
+    print("%-18s %-14s %10s %10s %12s %10s %8s" % head + ("  %10s %10s" % ("graph ms", "vs bf16") if args.graph else ""))
     for shape in args.shapes.split(","):
         tokens, fout, fin = (int(v) for v in shape.split("x"))
         x = torch.randn(tokens, fin, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -158,17 +203,27 @@ def main(argv=None):
                                        fuse_wgrad_accumulation=main_grad), False)
                 kept.bench_kept = True
                 layers.append((r + "/kept", kept))
-        base = base_chain = None
+        base = base_chain = base_graph = None
         for name, layer in layers:
             ms = time_layer(layer, x, dy, args.warmup, args.iters, accumulate)
             chain, clock = time_chain(layer, x, dy, args.chain, args.iters // 4, accumulate)
             base = ms if base is None else base
             base_chain = chain if base_chain is None else base_chain
-            rows.append({"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
-                         "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3),
-                         "in_a_row_sm_clock_mhz": clock})
-            print("%-18s %-14s %10.3f %9.2fx %12.3f %9.2fx %8s" % (shape, name, ms, base / ms, chain, base_chain / chain,
-                                                                   "-" if clock is None else "%d" % clock))
+            row = {"shape": shape, "layer": name, "ms": round(ms, 4), "speedup_vs_bf16": round(base / ms, 3),
+                   "in_a_row_ms": round(chain, 4), "in_a_row_speedup_vs_bf16": round(base_chain / chain, 3),
+                   "in_a_row_sm_clock_mhz": clock}
+            line = "%-18s %-14s %10.3f %9.2fx %12.3f %9.2fx %8s" % (shape, name, ms, base / ms, chain, base_chain / chain,
+                                                                    "-" if clock is None else "%d" % clock)
+            if args.graph:
+                graph = time_graph(layer, x, dy, args.warmup, args.iters)
+                base_graph = graph if base_graph is None else base_graph
+                if graph is None:
+                    line += "  %10s %10s" % ("-", "-")
+                else:
+                    row.update(graph_ms=round(graph, 4), graph_speedup_vs_bf16=round(base_graph / graph, 3))
+                    line += "  %10.3f %9.2fx" % (graph, base_graph / graph)
+            rows.append(row)
+            print(line)
             del layer
         torch.cuda.empty_cache()
     if args.out:

@@ -215,6 +215,25 @@ class _Weights:
         self.buffer = self.qw = self.qwt = None
 
 
+def _refuse_seeds_in_capture(layer, backward):
+    """A CUDA graph keeps the seeds its capture passed: every replay would round with the same
+    random bits. Stochastic rounding needs new ones each step, so capturing a step that draws them
+    is refused (inference forwards of recipes that round gradients stochastically are not)."""
+    plan = layer._plan(None)
+    seeded = plan.seeded_step if backward else plan.seeded_forward
+    if seeded and torch.cuda.is_current_stream_capturing():
+        text = layer.recipe.text
+        nearest = ("," if ":" in text else ":") + ",".join("%s.round=even" % role for role in seeded)
+        raise fp4jit.Error(
+            "UNSUPPORTED",
+            "fp4jit.torch.Linear with recipe %r: a CUDA graph capture of a %s step, whose operands "
+            "%s round stochastically. A graph replays the seeds of its capture, so every replay "
+            "would draw the same random bits; run the step eagerly, or capture it with those "
+            "operands rounded to nearest (%r)"
+            % (text, "training" if backward else "forward", ", ".join(seeded), text + nearest),
+        )
+
+
 def _weight_key(weight):
     """What says W is the tensor it was: storage, view, dtype and PyTorch's version counter (which
     every in-place update, an optimizer step's among them, advances)."""
@@ -276,6 +295,11 @@ class _Plan:
         # One library call each way (Engine.linear_forward / linear_backward) unless the recipe
         # has steps that call does not take: OCC compensation on x, DGE on w.
         self.fused = not (self.ops["x"].occ or self.ops["w"].dge)
+        # Operands whose codes depend on the step's seeds: a forward that only infers quantizes x
+        # and w; one that trains all six.
+        seeded = {role for role, op in self.ops.items() if op.stochastic_rounding}
+        self.seeded_forward = sorted(seeded & {"x", "w"})
+        self.seeded_step = sorted(seeded)
 
     def fits(self, tokens):
         try:
@@ -528,6 +552,8 @@ class Linear(nn.Linear):
                 self._weights = None
         else:
             kept = _weights_for(self, weight, bool(first))
+        if x2.is_cuda:
+            _refuse_seeds_in_capture(self, backward)
         y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward, kept)
         if self.training and grad:
             self.step += 1

@@ -450,6 +450,74 @@ class Training(unittest.TestCase):
         torch.testing.assert_close(y, base, rtol=0, atol=0)
 
 
+class CudaGraphs(unittest.TestCase):
+    """A layer's training step captured into a CUDA graph (torch.cuda.graph) and replayed."""
+
+    @staticmethod
+    def capture(layer, x, dy):
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up on a side stream, as torch.cuda.graph asks
+            layer(x).backward(dy)
+        torch.cuda.current_stream().wait_stream(s)
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = layer(x)
+            y.backward(dy)
+        return g, y
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
+    def test_replays_equal_eager_steps_on_new_inputs(self):
+        """Each replay recomputes the step from the static inputs' current values: Y, dX, dW and
+        db equal an eager step's on the same values, byte for byte (recipes without stochastic
+        rounding, and nvfp4 with its gradients rounded to nearest)."""
+        for text in ("mxfp4", "msfp4", "nvfp4:dy.round=even,dyt.round=even"):
+            with self.subTest(text):
+                torch.manual_seed(7)
+                layer = fp4.Linear(256, 192, recipe=text, device="cuda", dtype=torch.bfloat16)
+                x = torch.randn(320, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                dy = torch.randn(320, 192, device="cuda", dtype=torch.bfloat16)
+                g, y = self.capture(layer, x, dy)
+                for _ in range(2):
+                    with torch.no_grad():
+                        x.copy_(torch.randn_like(x))
+                        dy.copy_(torch.randn_like(dy))
+                    g.replay()
+                    got = [t.clone() for t in (y, x.grad, layer.weight.grad, layer.bias.grad)]
+                    static = (x.grad, layer.weight.grad, layer.bias.grad)
+                    layer.zero_grad(set_to_none=True)
+                    x.grad = None
+                    ye = layer(x)
+                    ye.backward(dy)
+                    want = (ye, x.grad, layer.weight.grad, layer.bias.grad)
+                    for name, a, b in zip(("y", "dx", "dw", "db"), got, want):
+                        self.assertTrue(torch.equal(a, b), "%s: %s differs from the eager step" % (text, name))
+                    x.grad, layer.weight.grad, layer.bias.grad = static  # the graph's own buffers
+                self.assertFalse(torch.equal(got[0], torch.zeros_like(got[0])))
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
+    def test_stochastic_rounding_is_not_captured(self):
+        """A graph would replay its capture's seeds: the capture of a training step that rounds
+        stochastically is refused by name; an inference forward of the same recipe is captured."""
+        torch.manual_seed(8)
+        layer = fp4.Linear(128, 64, recipe="nvfp4", device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        dy = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaisesRegex(fp4jit.Error, r"dy, dyt round stochastically.*dy.round=even,dyt.round=even"):
+            self.capture(layer, x, dy)
+        torch.cuda.synchronize()
+        layer.eval()
+        with torch.no_grad():
+            want = layer(x)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = layer(x)
+        g.replay()
+        self.assertTrue(torch.equal(y, want))
+
+
 class Structs(unittest.TestCase):
     """Views of PyTorch tensors (fp4jit._arrays.view, and torch_struct, the layer's bare structs)
     are copied from a template per dtype, shape, strides and device: each must describe its own
