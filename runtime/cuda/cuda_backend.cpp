@@ -68,7 +68,7 @@ CudaBackend::~CudaBackend() {
   if (ctx_ != nullptr) d_.primary_ctx_release(device_);
 }
 
-void CudaBackend::check_device_pointer(const void* p, std::string_view what) const {
+void CudaBackend::check_device_pointer(const void* p, std::string_view what, void* stream) const {
   if (p == nullptr) return;
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   {
@@ -91,10 +91,18 @@ void CudaBackend::check_device_pointer(const void* p, std::string_view what) con
   const auto dp = static_cast<CUdeviceptr>(at);
   if (d_.pointer_get_attributes(3, attributes, data, dp) != CUDA_SUCCESS || type == 0) {
     // Some memory (host-registered, older drivers) reports no range: ask for the type alone.
-    if (d_.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS)
+    if (d_.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS) {
+      // Memory a CUDA graph allocates while the stream is captured (a framework's stream-ordered
+      // allocator, e.g. PyTorch's cudaMallocAsync backend) is mapped only when the graph runs, and
+      // the driver cannot describe it yet: during a capture such a pointer is taken unchecked.
+      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (d_.stream_is_capturing(static_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
+          capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return;
       fail(ErrorKind::invalid_argument,
            "{} ({}) is not memory the GPU can address (the CUDA backend takes device pointers)",
            what, p);
+    }
     return;  // addressable, range unknown: not remembered
   }
   const auto first = static_cast<std::uintptr_t>(start);
@@ -156,11 +164,12 @@ std::shared_ptr<void> CudaBackend::scratch(std::int64_t bytes, void* stream) {
 
 void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in,
                            const QuantizedView& out, const QuantizeArgs& args, void* stream) {
-  check_device_pointer(in.data, "quantize input");
-  check_device_pointer(out.codes, "quantize output codes");
+  check_device_pointer(in.data, "quantize input", stream);
+  check_device_pointer(out.codes, "quantize output codes", stream);
   check_aligned(out.codes, 8, "quantize output codes");
   check_aligned(out.scales, 4, "quantize output scales");
-  if (args.column_sums != nullptr) check_device_pointer(args.column_sums, "column sums output");
+  if (args.column_sums != nullptr)
+    check_device_pointer(args.column_sums, "column sums output", stream);
   const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in);
   quantize_with(tuned ? &*tuned : nullptr, recipe, role, in, out, args, stream);
 }
@@ -201,14 +210,15 @@ void CudaBackend::quantize_planned(const QuantizeTuning* config, const Recipe& r
 void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                                 const QuantizedView& out, const QuantizedView& out_t,
                                 const QuantizeArgs& args, void* stream) {
-  check_device_pointer(in.data, "quantize input");
-  check_device_pointer(out.codes, "quantize output codes");
-  check_device_pointer(out_t.codes, "quantize transposed output codes");
+  check_device_pointer(in.data, "quantize input", stream);
+  check_device_pointer(out.codes, "quantize output codes", stream);
+  check_device_pointer(out_t.codes, "quantize transposed output codes", stream);
   for (const QuantizedView* q : {&out, &out_t}) {
     check_aligned(q->codes, 8, "quantize output codes");
     check_aligned(q->scales, 4, "quantize output scales");
   }
-  if (args.column_sums != nullptr) check_device_pointer(args.column_sums, "column sums output");
+  if (args.column_sums != nullptr)
+    check_device_pointer(args.column_sums, "column sums output", stream);
   const std::optional<QuantizeTuning> tuned = tuned_quantize(recipe, role, in, true);
   quantize_pair_with(tuned ? &*tuned : nullptr, recipe, role, in, out, out_t, args, stream);
 }
@@ -223,8 +233,8 @@ void CudaBackend::quantize_pair_with(const QuantizeTuning* config, const Recipe&
 void CudaBackend::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,
                              std::int64_t source_rows, std::int64_t source_cols,
                              const TensorView& out, void* stream) {
-  check_device_pointer(in.codes, "dequantize input codes");
-  check_device_pointer(out.data, "dequantize output");
+  check_device_pointer(in.codes, "dequantize input codes", stream);
+  check_device_pointer(out.data, "dequantize output", stream);
   run(stream, [&](Arena& a) {
     return plan_dequantize(recipe, role, in, source_rows, source_cols, out, info_, a);
   });
@@ -232,8 +242,8 @@ void CudaBackend::dequantize(const Recipe& recipe, Role role, const QuantizedVie
 
 void CudaBackend::dge(const Recipe& recipe, const TensorView& w, const TensorView& out,
                       void* stream) {
-  check_device_pointer(w.data, "dge input");
-  check_device_pointer(out.data, "dge output");
+  check_device_pointer(w.data, "dge input", stream);
+  check_device_pointer(out.data, "dge output", stream);
   run(stream, [&](Arena& a) { return plan_dge(recipe, w, out, info_, a); });
 }
 

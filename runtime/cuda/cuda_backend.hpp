@@ -102,8 +102,11 @@ class CudaBackend final : public Backend {
   // Error(invalid_argument) naming `what` unless the GPU can address p (null passes). The
   // driver is asked once per allocation: the ranges it reports are remembered (addressable_), so
   // a range freed and then passed again is not asked about again (using freed memory is the
-  // caller's error; the driver's address ranges of device memory never hold host memory).
-  void check_device_pointer(const void* p, std::string_view what) const;
+  // caller's error; the driver's address ranges of device memory never hold host memory). The
+  // backend's own live scratch passes unasked; while `stream` is being captured into a CUDA
+  // graph, so does a pointer the driver cannot describe (memory the graph allocates is mapped
+  // only when it runs).
+  void check_device_pointer(const void* p, std::string_view what, void* stream) const;
 
   const Driver& d_;
   CUdevice device_ = 0;

@@ -66,6 +66,8 @@ static_assert(std::is_same_v<decltype(Driver::event_create), PFN_cuEventCreate_v
 static_assert(std::is_same_v<decltype(Driver::event_destroy), PFN_cuEventDestroy_v4000>);
 static_assert(std::is_same_v<decltype(Driver::event_record), PFN_cuEventRecord_v2000>);
 static_assert(std::is_same_v<decltype(Driver::event_synchronize), PFN_cuEventSynchronize_v2000>);
+static_assert(
+    std::is_same_v<decltype(Driver::stream_is_capturing), PFN_cuStreamIsCapturing_v10000>);
 static_assert(std::is_same_v<decltype(Driver::thread_exchange_capture_mode),
                              PFN_cuThreadExchangeStreamCaptureMode_v10010>);
 static_assert(std::is_same_v<decltype(Driver::event_elapsed_time), PFN_cuEventElapsedTime_v12080>);
@@ -162,6 +164,7 @@ Loaded load() {
       resolve(get_proc, 2000, "cuStreamCreate", d.stream_create, why) &&
       resolve(get_proc, 4000, "cuStreamDestroy", d.stream_destroy, why) &&
       resolve(get_proc, 2000, "cuStreamSynchronize", d.stream_synchronize, why) &&
+      resolve(get_proc, 10000, "cuStreamIsCapturing", d.stream_is_capturing, why) &&
       resolve(get_proc, 10010, "cuThreadExchangeStreamCaptureMode", d.thread_exchange_capture_mode,
               why) &&
       resolve(get_proc, 2000, "cuEventCreate", d.event_create, why) &&

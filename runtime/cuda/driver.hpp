@@ -53,6 +53,7 @@ struct Driver {
   decltype(&::cuStreamCreate) stream_create = nullptr;
   decltype(&::cuStreamDestroy) stream_destroy = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
   // The calling thread's stream-capture mode (RelaxedCapture in modules.hpp).
   decltype(&::cuThreadExchangeStreamCaptureMode) thread_exchange_capture_mode = nullptr;
   decltype(&::cuEventCreate) event_create = nullptr;

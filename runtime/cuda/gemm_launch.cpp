@@ -148,7 +148,7 @@ void CudaBackend::gemm(const Recipe& recipe, GemmOp op, const QuantizedView& a,
                                 {a.scales, "operand A scales"},
                                 {b.scales, "operand B scales"},
                                 {out.data, "output"}})
-    check_device_pointer(p, what);
+    check_device_pointer(p, what, stream);
   check_alignment(a.codes, 16, "operand A codes (TMA)");
   check_alignment(b.codes, 16, "operand B codes (TMA)");
   check_alignment(a.scales, l.a.scale_is_code ? 1 : 4, "operand A scales");
@@ -278,7 +278,7 @@ void CudaBackend::launch_gemm(const Recipe& recipe, GemmOp op, const QuantizedVi
   const auto s = static_cast<CUstream>(stream);
   const GemmPlan plan = plan_gemm(recipe, op, shape, out.dtype, info_, choice);
   const bool occ = epilogue.occ_weight.data != nullptr;
-  if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight");
+  if (occ) check_device_pointer(epilogue.occ_weight.data, "occ_weight", stream);
 
   // Scratch: split-K partial sums and tile counters (of the fallback too); the staged path's
   // expanded operands, factors and window flag; W^T (W's type) and the residual's row ranges for

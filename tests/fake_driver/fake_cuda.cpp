@@ -320,6 +320,12 @@ CUresult f_stream_destroy(CUstream) {
 CUresult f_stream_synchronize(CUstream) {
   return unsafe(k_stream_synchronize);
 }
+// Every stream is being captured while a capture goes on (fp4jit's calls use the caller's).
+CUresult f_stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
+  *status =
+      g_capturing.load() != 0 ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return count(k_stream_is_capturing);
+}
 CUresult f_thread_exchange_capture_mode(CUstreamCaptureMode* mode) {
   const CUstreamCaptureMode previous = g_mode;
   g_mode = *mode;
@@ -387,6 +393,7 @@ void* const kEntries[k_count] = {
     reinterpret_cast<void*>(&f_stream_create),
     reinterpret_cast<void*>(&f_stream_destroy),
     reinterpret_cast<void*>(&f_stream_synchronize),
+    reinterpret_cast<void*>(&f_stream_is_capturing),
     reinterpret_cast<void*>(&f_thread_exchange_capture_mode),
     reinterpret_cast<void*>(&f_event_create),
     reinterpret_cast<void*>(&f_event_destroy),

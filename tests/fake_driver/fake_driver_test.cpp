@@ -164,6 +164,49 @@ TEST_F(FakeDriverTest, FirstStepDuringAGraphCaptureMakesNoRefusedCall) {
   EXPECT_EQ(mode(), CU_STREAM_CAPTURE_MODE_GLOBAL) << "the thread's capture mode restored";
 }
 
+// A framework's stream-ordered allocator (PyTorch's cudaMallocAsync backend) allocates a captured
+// step's tensors as graph memory, which the driver cannot describe until the graph runs: while the
+// caller's stream is captured such a pointer is taken; outside a capture it is refused by name.
+TEST_F(FakeDriverTest, DuringACaptureMemoryTheDriverCannotDescribeIsTaken) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  const auto set_capturing = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_capturing"));
+  ASSERT_NE(set_capturing, nullptr);
+  cuda::DeviceScope scope;
+  const Recipe r = parse_recipe("mxfp4");
+  const QuantLayout l = engine_->layout(r, Role::x, 64, 64);
+  cuda::DeviceBuffer codes(static_cast<std::size_t>(l.code_bytes()));
+  cuda::DeviceBuffer scales(static_cast<std::size_t>(l.scale_count()));
+  QuantizedView q;
+  q.codes = codes.get<std::uint8_t>();
+  q.scales = scales.get();
+  // An address in no allocation the driver knows (nothing is dereferenced by the stand-in).
+  const TensorView graph_memory{reinterpret_cast<void*>(std::uintptr_t{0x7e0000000000}),
+                                DType::bf16, 64, 64};
+  cuda::DeviceBuffer input(64 * 64 * 2);
+  engine_->quantize(r, Role::x, TensorView{input.get(), DType::bf16, 64, 64}, q, QuantizeArgs{},
+                    nullptr);  // compiles and loads before the capture
+  reset_();
+  set_capturing(1);
+  try {
+    engine_->quantize(r, Role::x, graph_memory, q, QuantizeArgs{}, nullptr);
+  } catch (const Error& e) {
+    set_capturing(0);
+    FAIL() << e.what();
+  }
+  set_capturing(0);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  EXPECT_GT(calls("cuStreamIsCapturing"), 0);
+  try {
+    engine_->quantize(r, Role::x, graph_memory, q, QuantizeArgs{}, nullptr);
+    FAIL() << "an address the driver does not know was taken outside a capture";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("not memory the GPU can address"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(FakeDriverTest, LinearStepWithoutScratchTakesItFromThePool) {
   cuda::DeviceScope scope;
   for (const char* preset : {"mxfp4", "nvfp4"}) {
