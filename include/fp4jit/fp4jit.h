@@ -15,6 +15,12 @@
  *   - stream is a CUstream (NULL: the legacy default stream) for the cuda backend; the host and
  *     reference backends ignore it and return when the result is written. CUDA calls return once
  *     the work is enqueued on the stream.
+ *   - CUDA calls may be captured into a CUDA graph (stream capture, any capture mode): what a
+ *     call enqueues (launches, memsets, scratch from the library's stream-ordered pool) is
+ *     recorded, and a kernel's first use loads its module outside the capture's rules. Arguments
+ *     passed by value, seeds and offsets among them, are the capture's: every replay of a call
+ *     that rounds stochastically draws the same random bits. While a stream is captured, a
+ *     pointer the driver cannot describe yet (memory the graph itself allocates) is not checked.
  *   - An engine may be used from several threads; each call is independent.
  *
  * Operands (roles) of a linear layer Y = X W^T, X [tokens, in], W [out, in], each K-major:
