@@ -28,6 +28,9 @@ struct QuantizeArgs {
   const void* in;  // source tensor [rows, cols], row stride `stride` elements
   i64 rows, cols, stride;
   u64 seed, offset;  // stochastic rounding: element i draws the bits of index offset + i
+  // Or null: the seed is nx::mix_seed(seed, *seed_step), read by the kernel when it runs (a CUDA
+  // graph's replays advance the step in device memory and draw new bits).
+  const u64* seed_step;
   // Cfg::col_sums: the source's column sums per 64-row chunk (P of quantize/column_sums.cuh),
   // [ceil(rows / 64)][cols]; else unused.
   float* col_sums;
