@@ -984,7 +984,7 @@ __global__ void __launch_bounds__(Cfg::threads, tile_min_blocks<Cfg>())
                                    !(Cfg::mode != Mode::cols && Cfg::RowOp::occ) &&
                                    !(Cfg::mode != Mode::rows && Cfg::ColOp::occ)),
                 "column sums: quantize phase, no OCC");
-  if (a.seed_step != nullptr) a.seed = nx::mix_seed(a.seed, *a.seed_step);
+  resolve_seed<Cfg, typename Cfg::RowOp, typename Cfg::ColOp>(a);
   if constexpr (tile_raw_path<Cfg>()) {
     tile_raw<Cfg>(a);
   } else {
