@@ -6,13 +6,16 @@
 
 #include "capi/c_api.hpp"
 #include "capi/c_tensor.hpp"
+#include "numerics/philox.cuh"
 
 namespace fp4jit::capi {
 namespace {
 
-QuantizeArgs to_args(const fp4jit_quantize_args* a) {
-  if (a == nullptr) return {};
-  return QuantizeArgs{a->seed, a->offset, a->amax, a->amax_transposed};
+QuantizeArgs to_args(const fp4jit_quantize_args* a, const std::uint64_t* seed_step = nullptr) {
+  QuantizeArgs args;
+  if (a != nullptr) args = QuantizeArgs{a->seed, a->offset, a->amax, a->amax_transposed};
+  args.seed_step = seed_step;
+  return args;
 }
 
 Role partner_of(Role role) {
@@ -39,9 +42,10 @@ using namespace fp4jit::capi;
 
 extern "C" {
 
-fp4jit_status fp4jit_quantize(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_role role,
-                              const fp4jit_tensor* in, const fp4jit_quantized* out,
-                              const fp4jit_quantize_args* args, void* stream) {
+fp4jit_status fp4jit_quantize_stepped(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                      fp4jit_role role, const fp4jit_tensor* in,
+                                      const fp4jit_quantized* out, const fp4jit_quantize_args* args,
+                                      const uint64_t* seed_step, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -51,15 +55,22 @@ fp4jit_status fp4jit_quantize(fp4jit_engine* engine, const fp4jit_recipe* recipe
     const QuantLayout l = quant_layout(recipe->recipe, r, v.rows, v.cols);
     const QuantizedView q = to_quantized(out, l, recipe->recipe[r].occ, what("quantize output", r));
     std::lock_guard lock(engine->mutex);
-    engine->engine.quantize(recipe->recipe, r, v, q, to_args(args), stream);
+    engine->engine.quantize(recipe->recipe, r, v, q, to_args(args, seed_step), stream);
   });
 }
 
-fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4jit_recipe* recipe,
-                                   fp4jit_role role, const fp4jit_tensor* in,
-                                   const fp4jit_quantized* out,
-                                   const fp4jit_quantized* out_transposed,
-                                   const fp4jit_quantize_args* args, void* stream) {
+fp4jit_status fp4jit_quantize(fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_role role,
+                              const fp4jit_tensor* in, const fp4jit_quantized* out,
+                              const fp4jit_quantize_args* args, void* stream) {
+  return fp4jit_quantize_stepped(engine, recipe, role, in, out, args, nullptr, stream);
+}
+
+fp4jit_status fp4jit_quantize_pair_stepped(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                           fp4jit_role role, const fp4jit_tensor* in,
+                                           const fp4jit_quantized* out,
+                                           const fp4jit_quantized* out_transposed,
+                                           const fp4jit_quantize_args* args,
+                                           const uint64_t* seed_step, void* stream) {
   return guard([&] {
     require(engine, "engine");
     require(recipe, "recipe");
@@ -72,8 +83,21 @@ fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4jit_recipe* r
     const QuantizedView qt = to_quantized(out_transposed, quant_layout(rc, t, v.rows, v.cols),
                                           rc[t].occ, what("quantize_pair transposed output", t));
     std::lock_guard lock(engine->mutex);
-    engine->engine.quantize_pair(rc, r, v, q, qt, to_args(args), stream);
+    engine->engine.quantize_pair(rc, r, v, q, qt, to_args(args, seed_step), stream);
   });
+}
+
+fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                   fp4jit_role role, const fp4jit_tensor* in,
+                                   const fp4jit_quantized* out,
+                                   const fp4jit_quantized* out_transposed,
+                                   const fp4jit_quantize_args* args, void* stream) {
+  return fp4jit_quantize_pair_stepped(engine, recipe, role, in, out, out_transposed, args, nullptr,
+                                      stream);
+}
+
+uint64_t fp4jit_mix_seed(uint64_t h, uint64_t v) {
+  return fp4jit::nx::mix_seed(h, v);
 }
 
 fp4jit_status fp4jit_dequantize(fp4jit_engine* engine, const fp4jit_recipe* recipe,

@@ -20,6 +20,9 @@ class Backend {
   // Whether quantize and quantize_pair compute QuantizeArgs::column_sums themselves; where not,
   // Engine computes them on the host (host-memory backends) and passes null.
   virtual bool computes_column_sums() const { return false; }
+  // Whether the backend reads QuantizeArgs::seed_step itself (when its work runs); if not,
+  // Engine resolves the seed at the call.
+  virtual bool reads_seed_step() const { return false; }
   // Default: two quantize() calls; backends override with a one-read kernel.
   virtual void quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
                              const QuantizedView& out, const QuantizedView& out_transposed,

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/log.hpp"
+#include "numerics/philox.cuh"
 #include "reference/reference.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/host_tensor.hpp"
@@ -79,6 +80,15 @@ QuantizeArgs host_column_sums(const Backend& backend, const TensorView& in,
   return rest;
 }
 
+// The seed of a stepped call resolved here, for backends that leave it to Engine (their memory
+// is the host's: the step is read now, when their work runs).
+QuantizeArgs host_seed_step(const Backend& backend, QuantizeArgs args) {
+  if (args.seed_step == nullptr || backend.reads_seed_step()) return args;
+  args.seed = nx::mix_seed(args.seed, *args.seed_step);
+  args.seed_step = nullptr;
+  return args;
+}
+
 void check_quantized(const Recipe& recipe, Role role, const QuantLayout& l, const QuantizedView& q,
                      std::string_view what) {
   if (q.codes == nullptr || q.scales == nullptr)
@@ -148,7 +158,8 @@ void Engine::quantize(const Recipe& recipe, Role role, const TensorView& in,
   check_tensor(in, "quantize input", in.rows, in.cols);
   check_quantized(recipe, role, l, out, "quantize output");
   check_column_sums(args, "quantize");
-  backend_->quantize(recipe, role, in, out, host_column_sums(*backend_, in, args), stream);
+  backend_->quantize(recipe, role, in, out,
+                     host_seed_step(*backend_, host_column_sums(*backend_, in, args)), stream);
 }
 
 void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in,
@@ -165,7 +176,7 @@ void Engine::quantize_pair(const Recipe& recipe, Role role, const TensorView& in
                   "quantize transposed output");
   check_column_sums(args, "quantize_pair");
   backend_->quantize_pair(recipe, role, in, out, out_transposed,
-                          host_column_sums(*backend_, in, args), stream);
+                          host_seed_step(*backend_, host_column_sums(*backend_, in, args)), stream);
 }
 
 void Engine::dequantize(const Recipe& recipe, Role role, const QuantizedView& in,

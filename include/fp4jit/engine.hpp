@@ -65,6 +65,12 @@ struct QuantizeArgs {
   // pass of their own.
   void* column_sums = nullptr;
   DType column_sums_dtype = DType::f32;
+  // A step counter for stochastic rounding (1 uint64 in the backend's memory), or null: when
+  // given, the seed used is mix_seed(seed, *seed_step) (templates/numerics/philox.cuh, one
+  // splitmix64 round), with the step read when the work runs. The CUDA kernels read it on the
+  // device, so the calls of a CUDA graph whose replays advance the step draw new bits each replay
+  // (a seed by value is the capture's); the host and reference backends read it at the call.
+  const std::uint64_t* seed_step = nullptr;
 };
 
 // Epilogue of Engine::gemm: out = alpha * (deq(A) deq(B)^T [+ R W^T]) [+ bias] [+ beta * c].

@@ -19,8 +19,10 @@
  *     call enqueues (launches, memsets, scratch from the library's stream-ordered pool) is
  *     recorded, and a kernel's first use loads its module outside the capture's rules. Arguments
  *     passed by value, seeds and offsets among them, are the capture's: every replay of a call
- *     that rounds stochastically draws the same random bits. While a stream is captured, a
- *     pointer the driver cannot describe yet (memory the graph itself allocates) is not checked.
+ *     that rounds stochastically draws the same random bits unless it takes a step counter
+ *     (fp4jit_quantize_stepped) that the graph advances in device memory. While a stream is
+ *     captured, a pointer the driver cannot describe yet (memory the graph itself allocates) is
+ *     not checked.
  *   - An engine may be used from several threads; each call is independent.
  *
  * Operands (roles) of a linear layer Y = X W^T, X [tokens, in], W [out, in], each K-major:
@@ -276,6 +278,25 @@ FP4JIT_API fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4ji
                                               const fp4jit_quantized* out,
                                               const fp4jit_quantized* out_transposed,
                                               const fp4jit_quantize_args* args, void* stream);
+
+/* fp4jit_quantize and fp4jit_quantize_pair with a step counter for stochastic rounding:
+ * seed_step (1 uint64_t in the backend's memory, or NULL: as the calls above) makes the seed one
+ * splitmix64 round of (args->seed, *seed_step) (fp4jit_mix_seed), the step read when the work
+ * runs. The CUDA kernels read it on the device, so the calls of a CUDA graph whose replays
+ * advance the counter draw new bits every replay; the host and reference backends read it at the
+ * call. */
+FP4JIT_API fp4jit_status fp4jit_quantize_stepped(fp4jit_engine* engine,
+                                                 const fp4jit_recipe* recipe, fp4jit_role role,
+                                                 const fp4jit_tensor* in,
+                                                 const fp4jit_quantized* out,
+                                                 const fp4jit_quantize_args* args,
+                                                 const uint64_t* seed_step, void* stream);
+FP4JIT_API fp4jit_status fp4jit_quantize_pair_stepped(
+    fp4jit_engine* engine, const fp4jit_recipe* recipe, fp4jit_role role, const fp4jit_tensor* in,
+    const fp4jit_quantized* out, const fp4jit_quantized* out_transposed,
+    const fp4jit_quantize_args* args, const uint64_t* seed_step, void* stream);
+/* One splitmix64 round: the state after mixing v into h (what a seed and its step make). */
+FP4JIT_API uint64_t fp4jit_mix_seed(uint64_t h, uint64_t v);
 
 /* The operand's values in its own K-major layout and transformed domain (what a GEMM
  * multiplies; the OCC residual not added) into out [layout.rows, layout.cols]. */

@@ -36,6 +36,7 @@ __all__ = [
     "linear_buffers",
     "LinearBuffers",
     "default_engine",
+    "mix_seed",
 ]
 
 # The operand roles each GEMM multiplies: (a, b).
@@ -121,6 +122,37 @@ class Recipe:
 
     def __repr__(self):
         return "Recipe(%r)" % self.text
+
+
+def mix_seed(h, v):
+    """One splitmix64 round: the state after mixing integer v into h (64-bit). What the library
+    makes of a seed and its step counter (QuantizeArgs.seed_step): mix_seed(seed, step)."""
+    h = ((int(h) ^ (int(v) & _MASK64)) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _step_pointer(step):
+    """The address of a step counter: one int64 / uint64 element of a torch tensor, of an array
+    with __cuda_array_interface__ or __array_interface__ (CuPy, NumPy), in the engine's memory."""
+    dtype = getattr(step, "dtype", None)
+    if hasattr(step, "data_ptr") and hasattr(step, "numel"):  # torch
+        if str(dtype) not in ("torch.int64", "torch.uint64") or step.numel() != 1:
+            raise Error("INVALID_ARGUMENT", "seed_step: one int64 or uint64 element, got %s of %d" % (dtype, step.numel()))
+        return step.data_ptr()
+    iface = getattr(step, "__cuda_array_interface__", None) or getattr(step, "__array_interface__", None)
+    if iface is None:
+        raise Error("INVALID_ARGUMENT", "seed_step: expected a one-element int64 array or tensor, got %s" % type(step).__name__)
+    count = 1
+    for n in iface["shape"]:
+        count *= n
+    if iface["typestr"] not in ("<i8", "<u8") or count != 1:
+        raise Error("INVALID_ARGUMENT", "seed_step: one int64 or uint64 element, got %s of %d" % (iface["typestr"], count))
+    return iface["data"][0]
 
 
 def _recipe(r):
@@ -330,9 +362,12 @@ class Engine:
     def layout(self, recipe, role, rows, cols):
         return layout(recipe, role, rows, cols)
 
-    def quantize(self, recipe, role, x, seed=0, offset=0, amax=None, stream=None):
+    def quantize(self, recipe, role, x, seed=0, offset=0, amax=None, stream=None, seed_step=None):
         """Operand `role` of `recipe` quantized from x (the source tensor: X, W or dY; [..., C] is
-        read as [prod(...), C]). Stochastic rounding draws element i's bits at (seed, offset + i)."""
+        read as [prod(...), C]). Stochastic rounding draws element i's bits at (seed, offset + i);
+        with seed_step (a one-element int64 tensor or array in the engine's memory, a step counter)
+        at (mix_seed(seed, step), offset + i), the step read when the work runs: a CUDA graph
+        whose replays advance it draws new bits each replay."""
         recipe = _recipe(recipe)
         s = _arrays.stream_handle(stream, x)
         v = _arrays.view(x, "quantize input", s)
@@ -340,16 +375,19 @@ class Engine:
         l = layout(recipe, role, v.rows, v.cols)
         q = QuantizedTensor(recipe, role, (v.rows, v.cols), l, self._alloc(x, v))
         args = self._args(seed, offset, amax, None, keep)
-        _lib.check(
-            _lib.lib.fp4jit_quantize(
-                self._handle, recipe._handle, _role(role), v.ref(), q.ref(), ctypes.byref(args), s
-            )
-        )
+        if seed_step is None:
+            status = _lib.lib.fp4jit_quantize(self._handle, recipe._handle, _role(role), v.ref(), q.ref(),
+                                              ctypes.byref(args), s)
+        else:
+            status = _lib.lib.fp4jit_quantize_stepped(self._handle, recipe._handle, _role(role), v.ref(), q.ref(),
+                                                      ctypes.byref(args), _step_pointer(seed_step), s)
+        _lib.check(status)
         return q
 
-    def quantize_pair(self, recipe, role, x, seed=0, offset=0, amax=None, amax_transposed=None, stream=None):
+    def quantize_pair(self, recipe, role, x, seed=0, offset=0, amax=None, amax_transposed=None, stream=None,
+                      seed_step=None):
         """Both copies of a tensor from one read: role (x, w or dy) and its transposed partner (xt,
-        wt or dyt). Returns (row-wise, transposed)."""
+        wt or dyt). Returns (row-wise, transposed). seed_step: as quantize's."""
         recipe = _recipe(recipe)
         if role not in _lib.PARTNERS:
             raise Error("INVALID_ARGUMENT", "quantize_pair: role must be x, w or dy (got %r)" % (role,))
@@ -361,11 +399,14 @@ class Engine:
         q = QuantizedTensor(recipe, role, (v.rows, v.cols), layout(recipe, role, v.rows, v.cols), alloc)
         qt = QuantizedTensor(recipe, partner, (v.rows, v.cols), layout(recipe, partner, v.rows, v.cols), alloc)
         args = self._args(seed, offset, amax, amax_transposed, keep)
-        _lib.check(
-            _lib.lib.fp4jit_quantize_pair(
-                self._handle, recipe._handle, _role(role), v.ref(), q.ref(), qt.ref(), ctypes.byref(args), s
-            )
-        )
+        if seed_step is None:
+            status = _lib.lib.fp4jit_quantize_pair(self._handle, recipe._handle, _role(role), v.ref(), q.ref(),
+                                                   qt.ref(), ctypes.byref(args), s)
+        else:
+            status = _lib.lib.fp4jit_quantize_pair_stepped(self._handle, recipe._handle, _role(role), v.ref(),
+                                                           q.ref(), qt.ref(), ctypes.byref(args),
+                                                           _step_pointer(seed_step), s)
+        _lib.check(status)
         return q, qt
 
     def dequantize(self, q, dtype="float32", out=None, stream=None):

@@ -247,6 +247,15 @@ def _declare(lib, path):
             ctypes.c_int,
             [vp, vp, ctypes.c_int, P(Tensor), P(Quantized), P(Quantized), P(QuantizeArgs), vp],
         ),
+        "fp4jit_quantize_stepped": (
+            ctypes.c_int,
+            [vp, vp, ctypes.c_int, P(Tensor), P(Quantized), P(QuantizeArgs), vp, vp],
+        ),
+        "fp4jit_quantize_pair_stepped": (
+            ctypes.c_int,
+            [vp, vp, ctypes.c_int, P(Tensor), P(Quantized), P(Quantized), P(QuantizeArgs), vp, vp],
+        ),
+        "fp4jit_mix_seed": (ctypes.c_uint64, [ctypes.c_uint64, ctypes.c_uint64]),
         "fp4jit_dequantize": (
             ctypes.c_int,
             [vp, vp, ctypes.c_int, P(Quantized), ctypes.c_int64, ctypes.c_int64, P(Tensor), vp],

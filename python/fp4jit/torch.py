@@ -34,18 +34,12 @@ from . import _arrays, _lib
 
 __all__ = ["Linear", "convert", "fake_quantize", "set_first_microbatch"]
 
-_MASK64 = (1 << 64) - 1
 _ROLE_INDEX = {"x": 1, "w": 2, "dy": 3}
 _layer_ids = itertools.count()
 _engines = {}
 
 
-def _mix_one(h, v):
-    """One splitmix64 round of _mix: the state after mixing integer v into state h."""
-    h = ((h ^ (int(v) & _MASK64)) + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
+_mix_one = fp4jit.mix_seed  # one splitmix64 round: the state after mixing integer v into h
 
 
 def _mix(*values):
@@ -215,23 +209,31 @@ class _Weights:
         self.buffer = self.qw = self.qwt = None
 
 
-def _refuse_seeds_in_capture(layer, backward):
-    """A CUDA graph keeps the seeds its capture passed: every replay would round with the same
-    random bits. Stochastic rounding needs new ones each step, so capturing a step that draws them
-    is refused (inference forwards of recipes that round gradients stochastically are not)."""
+def _graph_seed_step(layer, backward, device):
+    """The replay counter a captured step's stochastic rounding reads, or None (no capture, or no
+    operand of this step rounds stochastically).
+
+    A CUDA graph keeps the seeds its capture passed by value, so a captured step takes them as
+    bases and the library mixes each with this counter (QuantizeArgs.seed_step: mix_seed(base,
+    replays), read on the device when the kernels run); the graph advances it at the end of the
+    step, so every replay draws new bits. The counter (int64 [1]) is made by the layer's eager
+    steps on that device, before any capture: made inside a capture, its initialization would be
+    part of the graph and every replay would start it over."""
     plan = layer._plan(None)
-    seeded = plan.seeded_step if backward else plan.seeded_forward
-    if seeded and torch.cuda.is_current_stream_capturing():
-        text = layer.recipe.text
-        nearest = ("," if ":" in text else ":") + ",".join("%s.round=even" % role for role in seeded)
-        raise fp4jit.Error(
-            "UNSUPPORTED",
-            "fp4jit.torch.Linear with recipe %r: a CUDA graph capture of a %s step, whose operands "
-            "%s round stochastically. A graph replays the seeds of its capture, so every replay "
-            "would draw the same random bits; run the step eagerly, or capture it with those "
-            "operands rounded to nearest (%r)"
-            % (text, "training" if backward else "forward", ", ".join(seeded), text + nearest),
-        )
+    if not (plan.seeded_step if backward else plan.seeded_forward):
+        return None
+    counter = layer._replays
+    capturing = torch.cuda.is_current_stream_capturing()
+    if counter is None or counter.device != device:
+        if capturing:
+            raise fp4jit.Error(
+                "INVALID_ARGUMENT",
+                "fp4jit.torch.Linear with recipe %r: capture of a step that rounds stochastically "
+                "before any eager step of the layer on %s: run one eagerly first (torch.cuda.graph's "
+                "warm-up), which makes the layer's replay counter" % (layer.recipe.text, device),
+            )
+        layer._replays = torch.zeros(1, dtype=torch.int64, device=device)
+    return counter if capturing else None
 
 
 def _weight_key(weight):
@@ -334,8 +336,10 @@ class _Plan:
 
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, layer, seeds, backward, kept=None):
+    def forward(ctx, x, weight, bias, layer, seeds, backward, kept=None, seed_step=None):
         # kept: (_Weights, fill) where W's copies are kept over micro-batches, else None.
+        # seed_step: a captured step's replay counter (_graph_seed_step): the per-operation calls,
+        # whose quantize arguments take it, with the seeds as bases.
         dev = x.device  # a new torch.device at every access
         plan = layer._plan(dev)
         recipe, engine = plan.recipe, engine_for(dev)
@@ -356,7 +360,8 @@ class _LinearFunction(torch.autograd.Function):
             if not b.is_contiguous():
                 b = b.contiguous()
         qxt = qwt = saved = wbuf = None
-        if plan.fused:
+        fused = plan.fused and seed_step is None
+        if fused:
             sizes = plan.buffers(padded)
             if kept is not None:
                 if kept[1]:
@@ -368,24 +373,28 @@ class _LinearFunction(torch.autograd.Function):
                             kept is not None and kept[1])
         else:
             if backward:  # the transposed copies for dgrad and wgrad, from the same reads
-                qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream)
+                qx, qxt = engine.quantize_pair(recipe, "x", x, seed=seeds["x"], stream=stream, seed_step=seed_step)
             else:
-                qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream)
+                qx = engine.quantize(recipe, "x", x, seed=seeds["x"], stream=stream, seed_step=seed_step)
             if kept is not None:
                 if kept[1]:  # both copies: later micro-batches may have a backward
                     kept[0].qw, kept[0].qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"],
-                                                                   stream=stream)
+                                                                   stream=stream, seed_step=seed_step)
                 qw, qwt = kept[0].qw, kept[0].qwt
             elif backward:
-                qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream)
+                qw, qwt = engine.quantize_pair(recipe, "w", weight, seed=seeds["w"], stream=stream,
+                                               seed_step=seed_step)
             else:
-                qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream)
+                qw = engine.quantize(recipe, "w", weight, seed=seeds["w"], stream=stream, seed_step=seed_step)
         if kept is not None and kept[1]:  # filled: the layer's from now on
             layer._weights = kept[0]
-        if not plan.fused:
+        if not fused:
             occ_w = weight if plan.ops["x"].occ else None
             engine.gemm("fprop", qx, qw, out=y, bias=b, occ_weight=occ_w, stream=stream)
+            if seed_step is not None and not backward:
+                seed_step.add_(1)  # the graph's next replay draws new bits
         ctx.layer, ctx.seeds, ctx.tokens, ctx.padded = layer, seeds, tokens, padded
+        ctx.fused, ctx.seed_step = fused, (seed_step if backward else None)
         ctx.qxt, ctx.qwt, ctx.saved_q, ctx.wbuf = qxt, qwt, saved, wbuf
         ctx.x_dtype, ctx.w_dtype = x.dtype, weight.dtype
         ctx.has_bias = bias is not None
@@ -414,7 +423,7 @@ class _LinearFunction(torch.autograd.Function):
         main = _main_grad(ctx.layer, w_dtype) if want_dw and ctx.layer.fuse_wgrad_accumulation else None
         if want_dx:
             dx = torch.empty((ctx.padded, plan.in_features), dtype=ctx.x_dtype, device=dev)
-        if plan.fused:
+        if ctx.fused:
             if want_dx or want_dw:
                 if want_dw and main is None:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
@@ -425,7 +434,8 @@ class _LinearFunction(torch.autograd.Function):
                                  dw if main is None else main, db, ctx.seeds["dy"], stream,
                                  0.0 if main is None else 1.0, ctx.wbuf)
         else:
-            qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream)
+            qdy, qdyt = engine.quantize_pair(recipe, "dy", dy_full, seed=ctx.seeds["dy"], stream=stream,
+                                             seed_step=ctx.seed_step)
             if want_dx:
                 engine.gemm("dgrad", qdy, ctx.qwt, out=dx, stream=stream)
             if want_dw:
@@ -440,6 +450,9 @@ class _LinearFunction(torch.autograd.Function):
                 else:
                     dw = torch.empty((plan.out_features, plan.in_features), dtype=w_dtype, device=dev)
                     engine.gemm("wgrad", qdyt, ctx.qxt, out=dw, stream=stream)
+        if ctx.seed_step is not None:
+            ctx.seed_step.add_(1)  # the end of a captured step: the graph's next replay draws new bits
+            ctx.seed_step = None
         if main is not None and dw is not None:  # DGE's dW in FP32, added once (rounded to main_grad's dtype)
             main.add_(dw)
             dw = None
@@ -451,7 +464,7 @@ class _LinearFunction(torch.autograd.Function):
             # PyTorch reduces 16-bit tensors in FP32 and rounds once: one kernel where the dtypes agree.
             db = dy.sum(0) if dy.dtype == ctx.bias_dtype else dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         ctx.qxt = ctx.qwt = ctx.saved_q = ctx.wbuf = None
-        return dx, dw, db, None, None, None, None
+        return dx, dw, db, None, None, None, None, None
 
 
 class Linear(nn.Linear):
@@ -490,7 +503,7 @@ class Linear(nn.Linear):
         self.step = 0
         self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self.is_first_microbatch = None
-        self._plans = self._weights = None
+        self._plans = self._weights = self._replays = None
         _Plan(self.recipe, in_features, out_features)  # fail early on shapes the recipe refuses
 
     @classmethod
@@ -506,7 +519,7 @@ class Linear(nn.Linear):
         layer.step = 0
         layer.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         layer.is_first_microbatch = None
-        layer._plans = layer._weights = None
+        layer._plans = layer._weights = layer._replays = None
         _Plan(layer.recipe, layer.in_features, layer.out_features)
         return layer
 
@@ -515,7 +528,8 @@ class Linear(nn.Linear):
         model) without its plans, which hold per-process state: the copy makes its own on first
         use. The recipe travels as its text (fp4jit.Recipe.__reduce__)."""
         state = dict(super().__getstate__())
-        state["_plans"] = state["_weights"] = None  # the kept W too: device buffers of this process
+        # The kept W and the replay counter too: device buffers of this process.
+        state["_plans"] = state["_weights"] = state["_replays"] = None
         return state
 
     def _plan(self, device):
@@ -552,9 +566,8 @@ class Linear(nn.Linear):
                 self._weights = None
         else:
             kept = _weights_for(self, weight, bool(first))
-        if x2.is_cuda:
-            _refuse_seeds_in_capture(self, backward)
-        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward, kept)
+        seed_step = _graph_seed_step(self, backward, x2.device) if x2.is_cuda else None
+        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward, kept, seed_step)
         if self.training and grad:
             self.step += 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)

@@ -166,6 +166,7 @@ void CudaBackend::quantize(const Recipe& recipe, Role role, const TensorView& in
                            const QuantizedView& out, const QuantizeArgs& args, void* stream) {
   check_device_pointer(in.data, "quantize input", stream);
   check_device_pointer(out.codes, "quantize output codes", stream);
+  check_device_pointer(args.seed_step, "seed_step", stream);
   check_aligned(out.codes, 8, "quantize output codes");
   check_aligned(out.scales, 4, "quantize output scales");
   if (args.column_sums != nullptr)
@@ -213,6 +214,7 @@ void CudaBackend::quantize_pair(const Recipe& recipe, Role role, const TensorVie
   check_device_pointer(in.data, "quantize input", stream);
   check_device_pointer(out.codes, "quantize output codes", stream);
   check_device_pointer(out_t.codes, "quantize transposed output codes", stream);
+  check_device_pointer(args.seed_step, "seed_step", stream);
   for (const QuantizedView* q : {&out, &out_t}) {
     check_aligned(q->codes, 8, "quantize output codes");
     check_aligned(q->scales, 4, "quantize output scales");

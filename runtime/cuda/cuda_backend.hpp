@@ -29,6 +29,7 @@ class CudaBackend final : public Backend {
   BackendKind kind() const override { return BackendKind::cuda; }
   std::string description() const override { return description_; }
   bool computes_column_sums() const override { return true; }
+  bool reads_seed_step() const override { return true; }
 
   // The tuned config for (operand, row bucket, columns, input type, recipe) when the cache has one,
   // else the heuristic's.

@@ -116,6 +116,7 @@ kern::QuantizeArgs Planner::base_args(const TensorView& in, const QuantizeArgs& 
   a.stride = stride_of(in);
   a.seed = qa.seed;
   a.offset = qa.offset;
+  a.seed_step = qa.seed_step;
   const auto addr = reinterpret_cast<std::uintptr_t>(in.data);
   a.vector_ok = (addr % 16 == 0 && (a.stride * dtype_size(in.dtype)) % 16 == 0) ? 1u : 0u;
   return a;

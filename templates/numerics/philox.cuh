@@ -47,6 +47,16 @@ FP4JIT_HD U32x4 philox4x32_10(U32x4 ctr, u32 key0, u32 key1) {
   return ctr;
 }
 
+// One splitmix64 round: the state after mixing v into h. Seeds of a step: mix_seed(base, step),
+// what QuantizeArgs::seed_step makes of a seed (its step read when the work runs) and what
+// fp4jit.torch computes for a layer's step on the host.
+FP4JIT_HD u64 mix_seed(u64 h, u64 v) {
+  h = (h ^ v) + 0x9E3779B97F4A7C15ull;
+  u64 z = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // Stochastic-rounding bits of element `index` (its row-major position in the quantized operand,
 // plus the caller's offset), `bits` (8 or 16) per element. One Philox call yields 128 bits, i.e.
 // the bits of 128/bits consecutive elements:

@@ -2,6 +2,7 @@
 // this same header, so both sides agree on the layout (8-byte fields first, no bool members).
 // Pointers are device pointers; every count is in elements unless it says bytes.
 #pragma once
+#include "numerics/philox.cuh"
 #include "quantize/config.cuh"
 
 namespace fp4jit::kern {
@@ -35,7 +36,21 @@ struct QuantizeArgs {
   OperandOut col;  // the transposed operand (mode cols, both)
   u32 vector_ok;   // 16-byte vector loads are aligned (checked by the host)
   u32 reserved;
+  // Null, or the seed is nx::mix_seed(seed, *seed_step), read by the kernel when it runs (a CUDA
+  // graph's replays advance the step in device memory and draw new bits). Last, so that the
+  // other fields keep their offsets in kernels that draw no bits.
+  const u64* seed_step;
 };
+
+// The seed a quantize pass of Cfg rounds with (kernel entry): by value, or mixed with the step
+// read now. Only where the pass draws random bits (a stochastic operand, the quantize phase), so
+// other kernels compile as they did without it.
+template <class Cfg, class... Ops>
+FP4JIT_HD void resolve_seed(QuantizeArgs& a) {
+  if constexpr (Cfg::phase == Phase::quantize && ((Ops::round == nx::Round::stochastic) || ...)) {
+    if (a.seed_step != nullptr) a.seed = nx::mix_seed(a.seed, *a.seed_step);
+  }
+}
 
 // column_sums_partial and column_sums_reduce (quantize/column_sums.cuh): sums of chunks of
 // kSumChunkRows source rows, each of kSumSlices interleaved slices.

@@ -303,6 +303,7 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) quantize_rows(QuantizeArgs a) {
   using Op = typename Cfg::Op;
   static_assert(operand_ok<Op>(), "operand not supported by the CUDA kernels");
+  resolve_seed<Cfg, Op>(a);
   if constexpr (lane_groups<Op>()) {
     rows_groups<Cfg>(a);
   } else {

@@ -984,6 +984,7 @@ __global__ void __launch_bounds__(Cfg::threads, tile_min_blocks<Cfg>())
                                    !(Cfg::mode != Mode::cols && Cfg::RowOp::occ) &&
                                    !(Cfg::mode != Mode::rows && Cfg::ColOp::occ)),
                 "column sums: quantize phase, no OCC");
+  resolve_seed<Cfg, typename Cfg::RowOp, typename Cfg::ColOp>(a);
   if constexpr (tile_raw_path<Cfg>()) {
     tile_raw<Cfg>(a);
   } else {

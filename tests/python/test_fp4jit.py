@@ -116,6 +116,27 @@ class Quantize(unittest.TestCase):
         self.assertGreater(len(index), 0)
         self.assertTrue(np.all(np.diff(index) > 0))
 
+    def test_seed_step_rounds_with_the_mixed_seed(self):
+        """seed_step (a step counter in the engine's memory, read when the work runs): the bytes of
+        mix_seed(seed, step) given by value; a wrong counter is refused by name."""
+        x = sample(32, 64, seed=7)
+        step = np.array([41], dtype=np.int64)
+        for engine in (HOST, REF):
+            for preset, role in (("nvfp4", "dy"), ("tetrajet", "dy"), ("ue5m3", "dy")):
+                with self.subTest(engine=engine.backend, preset=preset):
+                    got = engine.quantize_pair(preset, role, x, seed=5, offset=3, seed_step=step)
+                    want = engine.quantize_pair(preset, role, x, seed=fp4jit.mix_seed(5, 41), offset=3)
+                    other = engine.quantize_pair(preset, role, x, seed=5, offset=3)
+                    self.assert_same(got[0], want[0], "%s %s" % (preset, role))
+                    self.assert_same(got[1], want[1], "%s %s transposed" % (preset, role))
+                    self.assertFalse(np.array_equal(got[0].codes, other[0].codes))
+        self.assertEqual(fp4jit.mix_seed(0, 0), 0xE220A8397B1DCDAF)  # splitmix64's first output from 0
+        for h, v in ((0, 0), (5, 41), (2**64 - 1, 2**63 + 7)):
+            self.assertEqual(fp4jit.mix_seed(h, v), fp4jit._lib.lib.fp4jit_mix_seed(h, v))
+        for bad in (np.array([1, 2], dtype=np.int64), np.array([1.0]), [3]):
+            with self.assertRaisesRegex(fp4jit.Error, "seed_step"):
+                HOST.quantize("nvfp4", "dy", x, seed=5, seed_step=bad)
+
     def test_packed_nibbles_decode(self):
         """mxfp4: value = E2M1(nibble) * 2^(e8m0 - 127); element 2i in the low nibble."""
         x = sample(16, 64, seed=2)

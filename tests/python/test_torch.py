@@ -498,24 +498,53 @@ class CudaGraphs(unittest.TestCase):
                 self.assertFalse(torch.equal(got[0], torch.zeros_like(got[0])))
 
     @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
-    def test_stochastic_rounding_is_not_captured(self):
-        """A graph would replay its capture's seeds: the capture of a training step that rounds
-        stochastically is refused by name; an inference forward of the same recipe is captured."""
-        torch.manual_seed(8)
+    def test_stochastic_rounding_draws_new_bits_every_replay(self):
+        """A captured nvfp4 step rounds dY stochastically with the seeds of its capture mixed with
+        the layer's replay counter (read on the device): replay k's dX is the dgrad GEMM of dY
+        quantized with mix_seed(seed, k), so replays on the same inputs differ, and a second layer
+        with the same seed, captured the same way, replays the same sequence; the forward (rounded
+        to nearest) is the same every replay."""
+
+        def replays(seed):
+            torch.manual_seed(8)
+            layer = fp4.Linear(128, 64, recipe="nvfp4", device="cuda", dtype=torch.bfloat16, seed=seed)
+            x = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            dy = torch.randn(128, 64, device="cuda", dtype=torch.bfloat16)
+            g, y = self.capture(layer, x, dy)
+            out = []
+            for _ in range(3):
+                g.replay()
+                out.append([t.clone() for t in (y, x.grad, layer.weight.grad)])
+            return layer, x, dy, out
+
+        layer, x, dy, first = replays(3)
+        _, _, _, second = replays(3)
+        for k, (a, b) in enumerate(zip(first, second)):
+            for name, u, v in zip(("y", "dx", "dw"), a, b):
+                self.assertTrue(torch.equal(u, v), "replay %d: %s differs between two captures" % (k, name))
+        self.assertTrue(torch.equal(first[0][0], first[1][0]))
+        self.assertFalse(torch.equal(first[0][1], first[1][1]))
+        self.assertFalse(torch.equal(first[1][2], first[2][2]))
+        self.assertEqual(int(layer._replays.item()), 3)
+        seeds = layer.seeds(step=1)  # the captured step (one eager warm-up step before it)
+        engine = fp4.engine_for(x.device)
+        _, qwt = engine.quantize_pair(layer.recipe, "w", layer.weight.detach(), seed=seeds["w"])
+        for k in range(3):
+            qdy, _ = engine.quantize_pair(layer.recipe, "dy", dy, seed=fp4jit.mix_seed(seeds["dy"], k))
+            dx = engine.gemm("dgrad", qdy, qwt, out=torch.empty_like(x), dtype="bfloat16")
+            self.assertTrue(torch.equal(dx, first[k][1]), "replay %d: dX is not dY's at mix_seed(seed, %d)" % (k, k))
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
+    def test_capture_before_an_eager_step_is_refused(self):
+        """The replay counter is made by an eager step: made inside the capture, its zeroing would
+        be part of the graph. Capturing a layer's first step is refused by name."""
         layer = fp4.Linear(128, 64, recipe="nvfp4", device="cuda", dtype=torch.bfloat16)
-        x = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        dy = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
-        with self.assertRaisesRegex(fp4jit.Error, r"dy, dyt round stochastically.*dy.round=even,dyt.round=even"):
-            self.capture(layer, x, dy)
-        torch.cuda.synchronize()
-        layer.eval()
-        with torch.no_grad():
-            want = layer(x)
-            g = torch.cuda.CUDAGraph()
+        x = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        g = torch.cuda.CUDAGraph()
+        with self.assertRaisesRegex(fp4jit.Error, "before any eager step"):
             with torch.cuda.graph(g):
-                y = layer(x)
-        g.replay()
-        self.assertTrue(torch.equal(y, want))
+                layer(x)
+        torch.cuda.synchronize()
 
 
 class Structs(unittest.TestCase):
