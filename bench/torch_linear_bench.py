@@ -16,8 +16,9 @@ than BF16):
              while the chain runs (NVML, where PyTorch can read it)
   graph      (--graph) the step captured once into a CUDA graph (torch.cuda.graph) and replayed,
              events around each replay, then a synchronization (--iters times): the GPU's own
-             time for the step, without the host's; "-" where the layer refuses the capture (a
-             training step with stochastic rounding: a graph would replay its capture's seeds)
+             time for the step, without the host's (recipes that round stochastically replay
+             through the per-operation calls, their seeds mixed with the layer's replay
+             counter); "-" where the layer refuses the capture
 Gradients (--grads): `none` (the default) drops the layer's and the input's gradients before
 every step, as a training loop does after `optimizer.zero_grad()` (PyTorch's default
 set_to_none=True): autograd then keeps each returned gradient as it is. `accumulate` keeps them,
