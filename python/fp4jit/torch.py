@@ -493,6 +493,12 @@ class Linear(nn.Linear):
     and DGE still read W itself); None quantizes W every step and keeps nothing. Results equal
     those of quantizing W again where the recipe rounds W to nearest; where it rounds W's copies
     stochastically (tetrajet's W^T) the later micro-batches reuse the first one's draw.
+
+    CUDA graphs (torch.cuda.graph): a captured step replays on the static inputs' current values.
+    Where it rounds stochastically, its capture's seeds are bases that the kernels mix with the
+    layer's replay counter (on the device; the graph advances it at the end of the step), so
+    replay k rounds with fp4jit.mix_seed(seed, k); an eager step of the layer on that device must
+    come first (torch.cuda.graph's warm-up), which makes the counter.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, recipe="nvfp4", seed=None,
