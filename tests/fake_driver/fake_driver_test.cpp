@@ -71,6 +71,20 @@ class FakeDriverTest : public test_util::TempDirTest {
   std::unique_ptr<Engine> engine_;
 };
 
+// Operand x's codes and scales for a rows x cols source, in (fake) device memory, as a view.
+struct XOutput {
+  XOutput(const Engine& e, const Recipe& r, std::int64_t rows, std::int64_t cols)
+      : layout(e.layout(r, Role::x, rows, cols)),
+        codes(static_cast<std::size_t>(layout.code_bytes())),
+        scales(static_cast<std::size_t>(layout.scale_count())) {
+    q.codes = codes.get<std::uint8_t>();
+    q.scales = scales.get();
+  }
+  QuantLayout layout;
+  cuda::DeviceBuffer codes, scales;
+  QuantizedView q;
+};
+
 // A linear layer's buffers in (fake) device memory.
 struct Layer {
   Layer(const Recipe& r, const LinearShape& s) : Layer(s, Engine::linear_buffers(r, s)) {}
@@ -174,12 +188,8 @@ TEST_F(FakeDriverTest, DuringACaptureMemoryTheDriverCannotDescribeIsTaken) {
   ASSERT_NE(set_capturing, nullptr);
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
-  const QuantLayout l = engine_->layout(r, Role::x, 64, 64);
-  cuda::DeviceBuffer codes(static_cast<std::size_t>(l.code_bytes()));
-  cuda::DeviceBuffer scales(static_cast<std::size_t>(l.scale_count()));
-  QuantizedView q;
-  q.codes = codes.get<std::uint8_t>();
-  q.scales = scales.get();
+  const XOutput out(*engine_, r, 64, 64);
+  const QuantizedView& q = out.q;
   // An address in no allocation the driver knows (nothing is dereferenced by the stand-in).
   const TensorView graph_memory{reinterpret_cast<void*>(std::uintptr_t{0x7e0000000000}),
                                 DType::bf16, 64, 64};
@@ -250,12 +260,8 @@ TEST_F(FakeDriverTest, ContextIsPushedAndPoppedWhenNotCurrent) {
 TEST_F(FakeDriverTest, HostPointersAreRefusedByName) {
   cuda::DeviceScope scope;
   const Recipe r = parse_recipe("mxfp4");
-  const QuantLayout l = engine_->layout(r, Role::x, 64, 64);
-  cuda::DeviceBuffer codes(static_cast<std::size_t>(l.code_bytes()));
-  cuda::DeviceBuffer scales(static_cast<std::size_t>(l.scale_count()));
-  QuantizedView q;
-  q.codes = codes.get<std::uint8_t>();
-  q.scales = scales.get();
+  const XOutput out(*engine_, r, 64, 64);
+  const QuantizedView& q = out.q;
   std::vector<std::uint16_t> host(64 * 64);
   const TensorView in{host.data(), DType::bf16, 64, 64};
   for (int attempt = 0; attempt < 2; ++attempt) {  // the second after device ranges were cached
