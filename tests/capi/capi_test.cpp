@@ -113,6 +113,40 @@ TEST(CApi, EngineSharedBetweenThreads) {
   }
 }
 
+// fp4jit_quantize_stepped / _pair_stepped: a step counter (host memory for the host backend) makes
+// the seed fp4jit_mix_seed(seed, step); NULL is the plain call.
+TEST(CApi, SteppedQuantizeMixesTheStepIntoTheSeed) {
+  EXPECT_EQ(fp4jit_mix_seed(0, 0), 0xE220A8397B1DCDAFull);  // splitmix64's first output from 0
+  Recipe r("nvfp4");
+  Matrix in(32, 64, 2.0f);
+  const uint64_t step = 41;
+  fp4jit_quantize_args args{5, 0, nullptr, nullptr};
+  fp4jit_quantize_args mixed{fp4jit_mix_seed(5, 41), 0, nullptr, nullptr};
+  Quantized stepped(r.r, FP4JIT_ROLE_DY, 32, 64), want(r.r, FP4JIT_ROLE_DY, 32, 64),
+      plain(r.r, FP4JIT_ROLE_DY, 32, 64), unstepped(r.r, FP4JIT_ROLE_DY, 32, 64);
+  Quantized stepped_t(r.r, FP4JIT_ROLE_DYT, 32, 64), want_t(r.r, FP4JIT_ROLE_DYT, 32, 64);
+  ASSERT_EQ(fp4jit_quantize_pair_stepped(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &stepped.q,
+                                         &stepped_t.q, &args, &step, nullptr),
+            FP4JIT_OK)
+      << fp4jit_last_error();
+  ASSERT_EQ(fp4jit_quantize_pair(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &want.q, &want_t.q, &mixed,
+                                 nullptr),
+            FP4JIT_OK);
+  expect_same(want, stepped, "pair, row-wise");
+  expect_same(want_t, stepped_t, "pair, transposed");
+  ASSERT_EQ(fp4jit_quantize_stepped(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &stepped.q, &args, &step,
+                                    nullptr),
+            FP4JIT_OK);
+  expect_same(want, stepped, "alone");
+  ASSERT_EQ(fp4jit_quantize(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &plain.q, &args, nullptr),
+            FP4JIT_OK);
+  ASSERT_EQ(fp4jit_quantize_stepped(host().e, r.r, FP4JIT_ROLE_DY, &in.t, &unstepped.q, &args,
+                                    nullptr, nullptr),
+            FP4JIT_OK);
+  expect_same(plain, unstepped, "no step");
+  EXPECT_NE(plain.codes, stepped.codes);
+}
+
 TEST(CApi, LayoutQuery) {
   Recipe r("nvfp4");
   fp4jit_layout l{};
