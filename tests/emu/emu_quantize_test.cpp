@@ -245,44 +245,56 @@ TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
 // copy from the row-wise one (quantize_tile's tile_group_both) only where both copies have the same
 // s_enc. Given two different amaxes (delayed scaling) the pair must still equal each operand
 // quantized alone with its own; with the same amax given twice, the reference.
-// QuantizeArgs::seed_step: the kernels (quantize_rows for dY alone, quantize_tile for the dY pair)
-// read the step when they run and round with mix_seed(seed, step): the bytes of that seed given by
-// value, and other bytes at the next step. What a CUDA graph's replays rely on.
+// QuantizeArgs::seed_step: the kernels (quantize_rows for dY alone, quantize_tile for the pairs,
+// tetrajet's W^T re-quantized from W's dequantized codes among them) read the step when they run
+// and round with mix_seed(seed, step): the bytes of that seed given by value, and other bytes at
+// the next step. What a CUDA graph's replays rely on.
 TEST(EmuQuantizeSeedStep, KernelsRoundWithTheStepTheyRead) {
-  for (const char* preset : {"nvfp4", "tetrajet"}) {
-    const Recipe recipe = parse_recipe(preset);
-    for (const bool pair : {false, true}) {
-      SCOPED_TRACE(fmt::format("{} dy{}", preset, pair ? " pair" : ""));
-      Shape shape = shape_for(recipe, Role::dy, 64, 256);
-      if (pair) {
-        shape.rows = round_up(128, k_multiple(recipe, Role::dyt));
-        shape.cols = round_up(256, k_multiple(recipe, Role::dy));
-      }
-      HostInput in = make_input(InputKind::random, DType::bf16, shape.rows, shape.cols, 91, true);
-      constexpr std::uint64_t kSeed = 0x1234abcd5678ull;
-      std::uint64_t step = 41;
-      QuantizeArgs args{kSeed, 0};
-      args.seed_step = &step;
-      const reference::QuantizeOptions ropt{.seed = nx::mix_seed(kSeed, 41), .offset = 0};
-      const QuantizedTensor ref = reference::quantize(recipe, Role::dy, in.values, ropt);
-      const QuantizedTensor ref_t = reference::quantize(recipe, Role::dyt, in.values, ropt);
-      for (const std::uint64_t at : {std::uint64_t{41}, std::uint64_t{42}}) {
-        step = at;
-        HostOperand o(ref.layout, shape.rows * shape.cols),
-            o_t(ref_t.layout, shape.rows * shape.cols);
-        run([&](cuda::Arena& a) {
-          QuantizedView q = o.view(), qt = o_t.view();
-          return cuda::plan_quantize(recipe, Role::dy, in.view(), q, pair ? &qt : nullptr, args,
-                                     kDevice, a);
-        });
-        if (at == 41) {
-          ASSERT_EQ(compare(ref, o, false), "");
-          if (pair) {
-            ASSERT_EQ(compare(ref_t, o_t, false), "") << "dyt";
-          }
-        } else {
-          EXPECT_NE(compare(ref, o, false), "") << "step 42 rounded as step 41";
+  struct StepCase {
+    const char* preset;
+    Role role;
+    bool pair;
+  };
+  for (const StepCase& c :
+       {StepCase{"nvfp4", Role::dy, false}, StepCase{"nvfp4", Role::dy, true},
+        StepCase{"tetrajet", Role::dy, false}, StepCase{"tetrajet", Role::dy, true},
+        StepCase{"tetrajet", Role::w, true}}) {
+    const Recipe recipe = parse_recipe(c.preset);
+    const Role partner = transposed_copy(c.role);
+    SCOPED_TRACE(fmt::format("{} {}{}", c.preset, name(c.role), c.pair ? " pair" : ""));
+    Shape shape = shape_for(recipe, c.role, 64, 256);
+    if (c.pair) {
+      shape.rows = round_up(128, k_multiple(recipe, partner));
+      shape.cols = round_up(256, k_multiple(recipe, c.role));
+    }
+    HostInput in = make_input(InputKind::random, DType::bf16, shape.rows, shape.cols, 91, true);
+    constexpr std::uint64_t kSeed = 0x1234abcd5678ull;
+    std::uint64_t step = 41;
+    QuantizeArgs args{kSeed, 0};
+    args.seed_step = &step;
+    const reference::QuantizeOptions ropt{.seed = nx::mix_seed(kSeed, 41), .offset = 0};
+    const QuantizedTensor ref = reference::quantize(recipe, c.role, in.values, ropt);
+    const QuantizedTensor ref_t = reference::quantize(recipe, partner, in.values, ropt);
+    // The operand whose codes depend on the seed: the row-wise one unless it rounds to nearest.
+    const bool row_random = recipe[c.role].round == nx::Round::stochastic;
+    for (const std::uint64_t at : {std::uint64_t{41}, std::uint64_t{42}}) {
+      step = at;
+      HostOperand o(ref.layout, shape.rows * shape.cols),
+          o_t(ref_t.layout, shape.rows * shape.cols);
+      run([&](cuda::Arena& a) {
+        QuantizedView q = o.view(), qt = o_t.view();
+        return cuda::plan_quantize(recipe, c.role, in.view(), q, c.pair ? &qt : nullptr, args,
+                                   kDevice, a);
+      });
+      if (at == 41) {
+        ASSERT_EQ(compare(ref, o, false), "");
+        if (c.pair) {
+          ASSERT_EQ(compare(ref_t, o_t, false), "") << name(partner);
         }
+      } else if (row_random) {
+        EXPECT_NE(compare(ref, o, false), "") << "step 42 rounded as step 41";
+      } else {
+        EXPECT_NE(compare(ref_t, o_t, false), "") << name(partner) << ": step 42 rounded as 41";
       }
     }
   }
