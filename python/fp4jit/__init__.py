@@ -136,10 +136,17 @@ def mix_seed(h, v):
 _MASK64 = (1 << 64) - 1
 
 
-def _step_pointer(step):
+def _step_pointer(step, backend):
     """The address of a step counter: one int64 / uint64 element of a torch tensor, of an array
-    with __cuda_array_interface__ or __array_interface__ (CuPy, NumPy), in the engine's memory."""
+    with __cuda_array_interface__ or __array_interface__ (CuPy, NumPy), in the memory of the
+    engine's backend (device memory for cuda: the library checks it; host memory for the others,
+    which read it at the call: device memory is refused here)."""
     dtype = getattr(step, "dtype", None)
+    on_device = bool(getattr(step, "is_cuda", False)) or (
+        hasattr(step, "__cuda_array_interface__") and not hasattr(step, "__array_interface__"))
+    if on_device and backend != "cuda":
+        raise Error("INVALID_ARGUMENT", "seed_step: device memory for the %s backend, which reads the step on the "
+                    "host" % backend)
     if hasattr(step, "data_ptr") and hasattr(step, "numel"):  # torch
         if str(dtype) not in ("torch.int64", "torch.uint64") or step.numel() != 1:
             raise Error("INVALID_ARGUMENT", "seed_step: one int64 or uint64 element, got %s of %d" % (dtype, step.numel()))
@@ -380,7 +387,7 @@ class Engine:
                                               ctypes.byref(args), s)
         else:
             status = _lib.lib.fp4jit_quantize_stepped(self._handle, recipe._handle, _role(role), v.ref(), q.ref(),
-                                                      ctypes.byref(args), _step_pointer(seed_step), s)
+                                                      ctypes.byref(args), _step_pointer(seed_step, self.backend), s)
         _lib.check(status)
         return q
 
@@ -405,7 +412,7 @@ class Engine:
         else:
             status = _lib.lib.fp4jit_quantize_pair_stepped(self._handle, recipe._handle, _role(role), v.ref(),
                                                            q.ref(), qt.ref(), ctypes.byref(args),
-                                                           _step_pointer(seed_step), s)
+                                                           _step_pointer(seed_step, self.backend), s)
         _lib.check(status)
         return q, qt
 
