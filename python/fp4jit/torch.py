@@ -222,7 +222,7 @@ def _graph_seed_step(layer, backward, device):
     plan = layer._plan(None)
     if not (plan.seeded_step if backward else plan.seeded_forward):
         return None
-    counter = layer._replays
+    counter = getattr(layer, "_replays", None)  # absent from layers pickled before it existed
     capturing = torch.cuda.is_current_stream_capturing()
     if counter is None or counter.device != device:
         if capturing:
