@@ -73,4 +73,31 @@ const Driver& require_driver();
 // Throws Error(driver) "<what>: CUDA_ERROR_... (description)" unless r is CUDA_SUCCESS.
 void check(CUresult r, const char* what);
 
+// Puts the calling thread in relaxed stream-capture mode for a scope and restores its mode after.
+// While a framework captures a CUDA graph (torch.cuda.graph's default is the global mode), the
+// driver refuses a capturing thread's "potentially unsafe" calls (those that may synchronize or
+// allocate outside stream order), and the refusal invalidates the capture. A kernel's first use
+// loads its module and asks for its attributes, which may be such calls: ModuleRegistry makes them
+// (and only them) in this scope, as the workspace pool's set-up does. They never wait on the
+// caller's stream, so they are safe while that stream is captured; launches, memsets and pool
+// allocations on it are recorded as usual.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const Driver& d) : d_(d) {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    exchanged_ = d_.thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
+    previous_ = mode;
+  }
+  ~RelaxedCapture() {
+    if (exchanged_) d_.thread_exchange_capture_mode(&previous_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  const Driver& d_;
+  CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
+
 }  // namespace fp4jit::cuda

@@ -21,6 +21,7 @@ CUfunction ModuleRegistry::function(const codegen::KernelSource& kernel) {
   if (auto it = loaded_.find(kernel.key_text); it != loaded_.end()) return it->second.function;
   const auto start = std::chrono::steady_clock::now();
   const KernelBinary b = kernel_binary(kernel, cache_);
+  const RelaxedCapture relaxed(d_);
   Loaded l;
   check(d_.module_load_data(&l.module, b.cubin.data()), "cuModuleLoadData");
   const CUresult r = d_.module_get_function(&l.function, l.module, b.symbol.c_str());
@@ -43,6 +44,7 @@ int ModuleRegistry::blocks_per_sm(const codegen::KernelSource& kernel, int block
   std::lock_guard lock(mutex_);
   Loaded& l = loaded_.at(kernel.key_text);
   if (l.occupancy_block != block) {
+    const RelaxedCapture relaxed(d_);
     int n = 0;
     check(d_.occupancy_max_active_blocks(&n, fn, block, 0),
           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -57,6 +59,7 @@ CUfunction ModuleRegistry::function_with_smem(const codegen::KernelSource& kerne
   std::lock_guard lock(mutex_);
   Loaded& l = loaded_.at(kernel.key_text);
   if (bytes > l.smem_limit) {
+    const RelaxedCapture relaxed(d_);
     check(d_.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
           "cuFuncSetAttribute (dynamic shared memory)");
     l.smem_limit = bytes;
@@ -72,6 +75,7 @@ int ModuleRegistry::max_active_clusters(const codegen::KernelSource& kernel, int
   const long long key = (static_cast<long long>(block) << 40) |
                         (static_cast<long long>(cluster) << 32) | static_cast<unsigned>(smem);
   if (l.clusters_key != key) {
+    const RelaxedCapture relaxed(d_);
     CUlaunchAttribute attr = cluster_attribute(cluster);
     const CUlaunchConfig config = launch_config(cluster, block, smem, nullptr, &attr, 1);
     int n = 0;

@@ -13,39 +13,12 @@
 
 namespace fp4jit::cuda {
 
-// Puts the calling thread in relaxed stream-capture mode for a scope and restores its mode after.
-// While a framework captures a CUDA graph (torch.cuda.graph's default is the global mode), the
-// driver refuses a capturing thread's "potentially unsafe" calls (those that may synchronize or
-// allocate outside stream order), and the refusal invalidates the capture. A call that meets a
-// kernel for the first time loads its module and sets its attributes, which may be such calls;
-// the library makes them for itself, never waiting on the caller's stream, so they are safe while
-// that stream is captured. Its launches, memsets and pool allocations on the stream are recorded
-// as usual.
-class RelaxedCapture {
- public:
-  explicit RelaxedCapture(const Driver& d) : d_(d) {
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    exchanged_ = d_.thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
-    previous_ = mode;
-  }
-  ~RelaxedCapture() {
-    if (exchanged_) d_.thread_exchange_capture_mode(&previous_);
-  }
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  const Driver& d_;
-  CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
-  bool exchanged_ = false;
-};
-
 // Makes a context current for a scope (push / pop) unless it already is (a framework's thread
-// usually has the device's primary context current: then no push or pop), with the thread's
-// capture mode relaxed (RelaxedCapture) for the same scope; the destructor never throws.
+// usually has the device's primary context current: then no push or pop); the destructor never
+// throws.
 class ContextGuard {
  public:
-  ContextGuard(const Driver& d, CUcontext ctx) : d_(d), relaxed_(d) {
+  ContextGuard(const Driver& d, CUcontext ctx) : d_(d) {
     CUcontext current = nullptr;
     if (d_.ctx_get_current(&current) == CUDA_SUCCESS && current == ctx) return;
     check(d_.ctx_push_current(ctx), "cuCtxPushCurrent");
@@ -61,7 +34,6 @@ class ContextGuard {
 
  private:
   const Driver& d_;
-  RelaxedCapture relaxed_;
   bool pushed_ = false;
 };
 

@@ -25,6 +25,7 @@ std::uint64_t workspace_keep_bytes(const char* env_value) {
 }
 
 WorkspacePool::WorkspacePool(const Driver& d, CUdevice device) : d_(d) {
+  const RelaxedCapture relaxed(d_);  // an engine made while its stream is captured
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
