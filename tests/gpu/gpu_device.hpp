@@ -1,6 +1,5 @@
-// What the GPU quantize tests share: the engine on device 0 (REQUIRE_GPU skips a test where there
-// is no GPU), an operand's outputs on the device poisoned from a HostOperand, an input on the
-// device with padded rows.
+// What the GPU quantize tests share: the engine (gpu_engine.hpp), an operand's outputs on the
+// device poisoned from a HostOperand, an input on the device with padded rows.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,32 +11,10 @@
 #include "runtime/backend.hpp"
 #include "runtime/cuda/device_memory.hpp"
 #include "runtime/host_tensor.hpp"
+#include "tests/gpu/gpu_engine.hpp"
 #include "tests/gpu/quant_check.hpp"
 
 namespace fp4jit::test {
-
-class Gpu {
- public:
-  static Gpu* get() {
-    static std::unique_ptr<Gpu> gpu = [] {
-      if (!cuda_available()) return std::unique_ptr<Gpu>();
-      return std::make_unique<Gpu>();
-    }();
-    return gpu.get();
-  }
-  Gpu()
-      : scope(0), engine([] {
-          EngineOptions o;
-          o.backend = BackendKind::cuda;
-          return o;
-        }()) {}
-  cuda::DeviceScope scope;
-  Engine engine;
-};
-
-#define REQUIRE_GPU()                                       \
-  if (Gpu::get() == nullptr) GTEST_SKIP() << "no GPU here"; \
-  Engine& engine = Gpu::get()->engine
 
 // One operand's outputs on the device, poisoned from a HostOperand.
 struct DeviceOperand {

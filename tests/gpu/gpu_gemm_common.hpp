@@ -17,29 +17,9 @@
 #include "reference/reference.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/cuda/device_memory.hpp"
+#include "tests/gpu/gpu_engine.hpp"
 
 namespace fp4jit::test {
-
-struct Gpu {
-  static Gpu* get() {
-    static std::unique_ptr<Gpu> gpu = [] {
-      return cuda_available() ? std::make_unique<Gpu>() : nullptr;
-    }();
-    return gpu.get();
-  }
-  Gpu()
-      : scope(0), engine([] {
-          EngineOptions o;
-          o.backend = BackendKind::cuda;
-          return o;
-        }()) {}
-  cuda::DeviceScope scope;
-  Engine engine;
-};
-
-#define REQUIRE_GPU()                                       \
-  if (Gpu::get() == nullptr) GTEST_SKIP() << "no GPU here"; \
-  Engine& engine = Gpu::get()->engine
 
 // Activations-like values: N(0, 1) times 2^u per row, u uniform in [-3, 3]. stress: times 2^v
 // more per 16 x 16 block and per column, v uniform in [-20, 20] (block scales of one K tile far
