@@ -285,9 +285,8 @@ FP4JIT_API fp4jit_status fp4jit_quantize_pair(fp4jit_engine* engine, const fp4ji
  * runs. The CUDA kernels read it on the device, so the calls of a CUDA graph whose replays
  * advance the counter draw new bits every replay; the host and reference backends read it at the
  * call. */
-FP4JIT_API fp4jit_status fp4jit_quantize_stepped(fp4jit_engine* engine,
-                                                 const fp4jit_recipe* recipe, fp4jit_role role,
-                                                 const fp4jit_tensor* in,
+FP4JIT_API fp4jit_status fp4jit_quantize_stepped(fp4jit_engine* engine, const fp4jit_recipe* recipe,
+                                                 fp4jit_role role, const fp4jit_tensor* in,
                                                  const fp4jit_quantized* out,
                                                  const fp4jit_quantize_args* args,
                                                  const uint64_t* seed_step, void* stream);

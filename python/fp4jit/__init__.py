@@ -124,6 +124,9 @@ class Recipe:
         return "Recipe(%r)" % self.text
 
 
+_MASK64 = (1 << 64) - 1
+
+
 def mix_seed(h, v):
     """One splitmix64 round: the state after mixing integer v into h (64-bit). What the library
     makes of a seed and its step counter (QuantizeArgs.seed_step): mix_seed(seed, step)."""
@@ -131,9 +134,6 @@ def mix_seed(h, v):
     z = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
     return z ^ (z >> 31)
-
-
-_MASK64 = (1 << 64) - 1
 
 
 def _step_pointer(step, backend):
