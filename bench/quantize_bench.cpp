@@ -8,9 +8,10 @@
 //       device-to-device copy bandwidth (bytes read + written), and the bytes the kernels
 //       actually move (stats and OCC passes re-read the input). Two-level presets also with the
 //       amax given (QuantizeArgs::amax, delayed scaling: one pass), rows named "... amax".
-//       Two timings per row: each call alone (events around it, then a synchronization: the
-//       host's planning and enqueueing time is inside), and the same calls back to back (events
-//       between them, as a training step enqueues its work: the device's time per call).
+//       Two timings per row: each call alone (events around it after a spinning lead kernel,
+//       cuda::GpuTimer, so the GPU time is measured without the host's planning and enqueueing;
+//       the host's time is printed beside it), and the same calls back to back (events between
+//       them, as a training step enqueues its work).
 //   quantize_bench compile-times [--json FILE]
 //       cold NVRTC compile of every kernel of every preset (BF16), no cache.
 //   quantize_bench cache-load --cache DB [--json FILE]
@@ -156,7 +157,7 @@ int run_bench(const std::vector<std::string>& args) {
   std::vector<Row> rows;
   const std::int64_t max_n = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint16_t> host = random_bf16(static_cast<std::size_t>(max_n * max_n));
-  cuda::EventTimer timer(d);
+  cuda::GpuTimer timer(d);  // one call's GPU time, the host's enqueueing hidden
   for (const std::int64_t n : sizes) {
     const std::size_t in_bytes = static_cast<std::size_t>(n * n * 2);
     const int buffers =
@@ -219,13 +220,13 @@ int run_bench(const std::vector<std::string>& args) {
           };
           std::vector<double> ms, host_us;
           for (int i = 0; i < reps + 3; ++i) {
-            timer.start();
-            const auto h0 = std::chrono::steady_clock::now();
-            call(i);
-            const double h =
-                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
-                    .count();
-            const double t = timer.stop_ms();
+            double h = 0.0;
+            const double t = timer.ms([&] {
+              const auto h0 = std::chrono::steady_clock::now();
+              call(i);
+              h = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0)
+                      .count();
+            });
             if (i >= 3) {
               ms.push_back(t);
               host_us.push_back(h);

@@ -149,8 +149,8 @@ class CudaGemmJob final : public GemmProblemJob {
   std::unique_ptr<GemmReference> reference_;
   std::vector<std::unique_ptr<DeviceOperand>> a_, b_;
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> c_;
-  std::vector<std::uint8_t> sampled_;  // the sampled output rows of the last verify
-  cuda::EventTimer timer_{cuda::require_driver()};
+  std::vector<std::uint8_t> sampled_;             // the sampled output rows of the last verify
+  cuda::GpuTimer timer_{cuda::require_driver()};  // the call's GPU time, host enqueue hidden
 };
 
 class CudaQuantizeJob final : public QuantizeProblemJob {
@@ -247,7 +247,7 @@ class CudaQuantizeJob final : public QuantizeProblemJob {
   std::unique_ptr<OperandBuffers> got_, got_t_;  // verify's copies of the result (overwritten)
   std::vector<std::unique_ptr<cuda::DeviceBuffer>> src_;
   std::vector<std::unique_ptr<DeviceOperand>> out_, out_t_;
-  cuda::EventTimer timer_{cuda::require_driver()};
+  cuda::GpuTimer timer_{cuda::require_driver()};  // the call's GPU time, host enqueue hidden
 };
 
 }  // namespace

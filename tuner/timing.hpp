@@ -1,8 +1,10 @@
 // Timing of one candidate: warm-up runs, then repeats until a time budget (within a minimum and a
 // maximum count), reported as the median with the interquartile spread relative to it. The run
 // function returns the milliseconds of one call as the backend measures it (host: steady clock
-// around the call; CUDA: events around the launch), on its `iteration`-th input set (the caller
-// rotates sets so their bytes exceed the last-level cache).
+// around the call; CUDA: events around the launch with the host's enqueueing hidden behind a
+// lead kernel, cuda::GpuTimer, so small problems are ranked by their GPU time, not by the host's
+// launch cost), on its `iteration`-th input set (the caller rotates sets so their bytes exceed
+// the last-level cache).
 //
 // Early stop: given the best median of the candidates measured before, a candidate whose fastest
 // run after min_repeats is over early_stop times that median is measured no further. Its median

@@ -1,5 +1,8 @@
 #include "runtime/cuda/device_memory.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.hpp"
 
 namespace fp4jit::cuda {
@@ -89,6 +92,56 @@ double EventTimer::stop_ms() {
   float ms = 0.0f;
   check(d_.event_elapsed_time(&ms, start_, stop_), "cuEventElapsedTime");
   return ms;
+}
+
+std::string_view lead_ptx() {
+  // PTX ISA 7.0 for sm_70 and later: the driver JIT-compiles it for the GPU it runs on.
+  return R"(.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry fp4jit_lead(.param .u64 fp4jit_lead_ns)
+{
+  .reg .pred %p;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [fp4jit_lead_ns];
+  mov.u64 %rd1, %globaltimer;
+  add.u64 %rd2, %rd1, %rd0;
+WAIT:
+  mov.u64 %rd3, %globaltimer;
+  setp.lt.u64 %p, %rd3, %rd2;
+  @%p bra WAIT;
+  ret;
+}
+)";
+}
+
+GpuTimer::GpuTimer(const Driver& d) : d_(d), events_(d) {
+  const std::string ptx(lead_ptx());  // cuModuleLoadData reads PTX up to its terminating zero
+  check(d_.module_load_data(&module_, ptx.c_str()), "cuModuleLoadData (the timing lead's PTX)");
+  const CUresult r = d_.module_get_function(&spin_, module_, "fp4jit_lead");
+  if (r != CUDA_SUCCESS) {
+    d_.module_unload(module_);
+    check(r, "cuModuleGetFunction (fp4jit_lead)");
+  }
+}
+
+GpuTimer::~GpuTimer() {
+  d_.module_unload(module_);
+}
+
+void GpuTimer::lead() {
+  auto ns = static_cast<unsigned long long>(std::llround(lead_ms_ * 1e6));
+  void* params[] = {&ns};
+  check(d_.launch_kernel(spin_, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+        "cuLaunchKernel (the timing lead)");
+}
+
+bool GpuTimer::covered(double host_ms) {
+  const bool ok = host_ms < lead_ms_;
+  if (!ok) ++uncovered_;
+  lead_ms_ = std::clamp(std::max(lead_ms_, 2.0 * host_ms), kMinLeadMs, kMaxLeadMs);
+  return ok;
 }
 
 EventSeries::EventSeries(const Driver& d, int marks) : d_(d) {

@@ -2,8 +2,10 @@
 // device's primary context current, and RAII buffers with host copies. Engine itself never
 // allocates caller memory; it takes device pointers from any framework.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cuda/driver.hpp"
@@ -75,6 +77,58 @@ class EventTimer {
   const Driver& d_;
   CUevent start_ = nullptr, stop_ = nullptr;
 };
+
+// Milliseconds of the GPU work that one call enqueues on the null stream, with the host's
+// enqueueing kept out: before the start event a one-thread kernel spins on the stream (a lead)
+// for longer than the host then takes to record that event and enqueue the call, so the GPU
+// reaches the call with all of it already queued, as when a training step's host runs ahead of
+// its GPU or a CUDA graph replays the call. EventTimer's single call, on an idle GPU, includes the
+// host's enqueueing instead (at a few hundred tokens a GEMM's launches take as long as its
+// kernels). The lead lasts twice the longest enqueue seen so far (kMinLeadMs to kMaxLeadMs); a run
+// whose enqueue outlasted its lead is run again with the longer lead, at most kAttempts times in
+// all. The lead is PTX (lead_ptx()), JIT-compiled by the driver when the timer is made: no NVRTC
+// and no kernel cache, so timing works under FP4JIT_NO_COMPILE.
+class GpuTimer {
+ public:
+  static constexpr double kMinLeadMs = 0.02;
+  static constexpr double kMaxLeadMs = 20.0;
+  static constexpr int kAttempts = 3;
+
+  explicit GpuTimer(const Driver& d);  // a context must be current; the timer lives in it
+  ~GpuTimer();
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+
+  template <class Fn>
+  double ms(Fn fn) {
+    for (int attempt = 1;; ++attempt) {
+      lead();
+      const auto t0 = std::chrono::steady_clock::now();
+      events_.start();
+      fn();
+      const double host =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double gpu = events_.stop_ms();
+      if (covered(host) || attempt == kAttempts) return gpu;
+    }
+  }
+  double lead_ms() const { return lead_ms_; }
+  int uncovered() const { return uncovered_; }  // runs whose enqueue outlasted the lead
+
+ private:
+  void lead();
+  bool covered(double host_ms);  // and lengthens the lead for the next run
+
+  const Driver& d_;
+  EventTimer events_;
+  CUmodule module_ = nullptr;
+  CUfunction spin_ = nullptr;
+  double lead_ms_ = 0.1;
+  int uncovered_ = 0;
+};
+
+// The lead's PTX: `fp4jit_lead(u64 ns)` spins until %globaltimer has advanced by ns.
+std::string_view lead_ptx();
 
 // Events recorded back to back on the default stream, with no synchronization between them:
 // the intervals between consecutive marks time work enqueued in a stream (the host's per-call

@@ -4,8 +4,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -478,6 +480,49 @@ TEST_F(FakeDriverTest, SwappedNvGemmLaunchesExpansionAndKernelOnly) {
     EXPECT_EQ(l.cluster, c.cluster) << gemm_shape_text(c.s);
     EXPECT_EQ(l.dependent, 1) << gemm_shape_text(c.s);
   }
+}
+
+// GpuTimer: one lead launch per run while the lead outlasts the host's enqueueing; a run whose
+// enqueue outlasted it is run again with a lead twice that long, and the call runs each time.
+TEST_F(FakeDriverTest, GpuTimerRepeatsARunWhoseEnqueueOutlastedTheLead) {
+  cuda::DeviceScope scope;
+  cuda::GpuTimer timer(scope.driver());
+  EXPECT_EQ(calls("cuModuleLoadData"), 1);
+  reset_();
+  int runs = 0;
+  timer.ms([&] { ++runs; });  // a quick enqueue: covered by the first lead
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  EXPECT_EQ(calls("cuEventRecord"), 2);
+  EXPECT_EQ(timer.uncovered(), 0);
+
+  reset_();
+  runs = 0;
+  const double before = timer.lead_ms();
+  const auto slow = [&] {
+    ++runs;
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(2000 * before)));
+  };
+  timer.ms(slow);  // outlasts the lead: run again with a lead of twice the enqueue
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(calls("cuLaunchKernel"), 2);
+  EXPECT_EQ(timer.uncovered(), 1);
+  EXPECT_GE(timer.lead_ms(), 4.0 * before);
+  reset_();
+  timer.ms(slow);  // now covered
+  EXPECT_EQ(calls("cuLaunchKernel"), 1);
+  EXPECT_EQ(timer.uncovered(), 1);
+
+  // An enqueue longer than the longest lead is run kAttempts times, then its time is taken.
+  reset_();
+  runs = 0;
+  timer.ms([&] {
+    ++runs;
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(static_cast<int>(1000 * cuda::GpuTimer::kMaxLeadMs) + 1000));
+  });
+  EXPECT_EQ(runs, cuda::GpuTimer::kAttempts);
+  EXPECT_EQ(timer.lead_ms(), cuda::GpuTimer::kMaxLeadMs);
 }
 
 }  // namespace

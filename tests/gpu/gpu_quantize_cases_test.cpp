@@ -3,8 +3,10 @@
 // every binade. Skipped where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "reference/reference.hpp"
@@ -182,6 +184,39 @@ TEST(GpuQuantizeF8, ScaledSweepMatchesReference) {
       }
     }
   }
+}
+
+// The tuner's and the benchmarks' timer measures a call's GPU time without the host's enqueueing:
+// a call that spends 2 ms on the host before a small quantize takes 2 ms or more by EventTimer
+// (the GPU idles until the launch) and well under 1 ms by GpuTimer; nothing at all takes under
+// 20 us.
+TEST(GpuTimer, KeepsTheHostsTimeOut) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe("mxfp4");
+  HostInput in = make_input(InputKind::random, DType::bf16, 128, 1024, 7, false);
+  DeviceInput din(in, 0);
+  HostOperand out(engine.layout(recipe, Role::x, 128, 1024), 0);
+  DeviceOperand dout(out);
+  const auto call = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    engine.quantize(recipe, Role::x, din.view, dout.view(), {1, 0});
+  };
+  call();  // compiled and loaded
+  Gpu::get()->scope.synchronize();
+  const cuda::Driver& d = Gpu::get()->scope.driver();
+  cuda::EventTimer events(d);
+  cuda::GpuTimer gpu(d);
+  double with_host = 1e9, alone = 1e9, nothing = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    with_host = std::min(with_host, events.ms(call));
+    alone = std::min(alone, gpu.ms(call));
+    nothing = std::min(nothing, gpu.ms([] {}));
+  }
+  EXPECT_GE(with_host, 2.0);
+  EXPECT_LT(alone, 1.0);
+  EXPECT_GT(alone, 0.0);
+  EXPECT_LT(nothing, 0.02);
+  EXPECT_GE(gpu.lead_ms(), 4.0);  // twice the host's 2 ms
 }
 
 }  // namespace
