@@ -140,7 +140,10 @@ void GpuTimer::lead() {
 bool GpuTimer::covered(double host_ms) {
   const bool ok = host_ms < lead_ms_;
   if (!ok) ++uncovered_;
-  lead_ms_ = std::clamp(std::max(lead_ms_, 2.0 * host_ms), kMinLeadMs, kMaxLeadMs);
+  // Twice this enqueue; after a covered run at least half the lead before, so one slow enqueue
+  // (a kernel's first use loads its module) does not keep every later run spinning for it.
+  lead_ms_ =
+      std::clamp(std::max(2.0 * host_ms, ok ? 0.5 * lead_ms_ : lead_ms_), kMinLeadMs, kMaxLeadMs);
   return ok;
 }
 

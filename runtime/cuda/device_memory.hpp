@@ -84,10 +84,11 @@ class EventTimer {
 // reaches the call with all of it already queued, as when a training step's host runs ahead of
 // its GPU or a CUDA graph replays the call. EventTimer's single call, on an idle GPU, includes the
 // host's enqueueing instead (at a few hundred tokens a GEMM's launches take as long as its
-// kernels). The lead lasts twice the longest enqueue seen so far (kMinLeadMs to kMaxLeadMs); a run
-// whose enqueue outlasted its lead is run again with the longer lead, at most kAttempts times in
-// all. The lead is PTX (lead_ptx()), JIT-compiled by the driver when the timer is made: no NVRTC
-// and no kernel cache, so timing works under FP4JIT_NO_COMPILE.
+// kernels). The lead lasts twice the last enqueue, and at least half the lead before it (kMinLeadMs
+// to kMaxLeadMs), so it follows the host's enqueue time back down within a few runs after a slow
+// one; a run whose enqueue outlasted its lead is run again with the longer lead, at most kAttempts
+// times in all. The lead is PTX (lead_ptx()), JIT-compiled by the driver when the timer is made: no
+// NVRTC and no kernel cache, so timing works under FP4JIT_NO_COMPILE.
 class GpuTimer {
  public:
   static constexpr double kMinLeadMs = 0.02;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -483,7 +484,8 @@ TEST_F(FakeDriverTest, SwappedNvGemmLaunchesExpansionAndKernelOnly) {
 }
 
 // GpuTimer: one lead launch per run while the lead outlasts the host's enqueueing; a run whose
-// enqueue outlasted it is run again with a lead twice that long, and the call runs each time.
+// enqueue outlasted it is run again with a lead twice that long (the call runs each time), and
+// the lead comes back down when the enqueues are quick again.
 TEST_F(FakeDriverTest, GpuTimerRepeatsARunWhoseEnqueueOutlastedTheLead) {
   cuda::DeviceScope scope;
   cuda::GpuTimer timer(scope.driver());
@@ -512,6 +514,16 @@ TEST_F(FakeDriverTest, GpuTimerRepeatsARunWhoseEnqueueOutlastedTheLead) {
   timer.ms(slow);  // now covered
   EXPECT_EQ(calls("cuLaunchKernel"), 1);
   EXPECT_EQ(timer.uncovered(), 1);
+
+  // Quick enqueues again: the lead halves per run down to the floor, so a slow call once does
+  // not make every later run wait for it.
+  // (The shortest lead over the runs: a run this machine's scheduler delays sets it higher.)
+  double shortest = timer.lead_ms();
+  for (int i = 0; i < 20; ++i) {
+    timer.ms([] {});
+    shortest = std::min(shortest, timer.lead_ms());
+  }
+  EXPECT_EQ(shortest, cuda::GpuTimer::kMinLeadMs);
 
   // An enqueue longer than the longest lead is run kAttempts times, then its time is taken.
   reset_();
