@@ -289,8 +289,7 @@ void run_bench(const BenchOptions& o) {
       const double b2b_tflops = b2b > 0.0 ? tflops * ms / b2b : 0.0;
       fmt::print(
           "  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  (GPU time alone; host {:.1f} us per call; "
-          "{} operand "
-          "sets{}{}{})\n",
+          "{} operand sets{}{}{})\n",
           op_name.name, gemm_shape_text(s), ms, tflops, timer.host_ms() * 1e3, sets,
           occ ? ", OCC compensation included" : "", o.bias ? ", bias" : "",
           o.accumulate ? ", D += A B^T" : "");

@@ -118,7 +118,7 @@ class GpuTimer {
 
  private:
   void lead();
-  bool covered(double host_ms);  // and lengthens the lead for the next run
+  bool covered(double host_ms);  // and sets the lead of the next run
 
   const Driver& d_;
   EventTimer events_;
