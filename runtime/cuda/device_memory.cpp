@@ -1,9 +1,11 @@
 #include "runtime/cuda/device_memory.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace fp4jit::cuda {
 
@@ -118,19 +120,36 @@ WAIT:
 
 GpuTimer::GpuTimer(const Driver& d) : d_(d), events_(d) {
   const std::string ptx(lead_ptx());  // cuModuleLoadData reads PTX up to its terminating zero
-  check(d_.module_load_data(&module_, ptx.c_str()), "cuModuleLoadData (the timing lead's PTX)");
-  const CUresult r = d_.module_get_function(&spin_, module_, "fp4jit_lead");
-  if (r != CUDA_SUCCESS) {
-    d_.module_unload(module_);
-    check(r, "cuModuleGetFunction (fp4jit_lead)");
+  CUresult r = d_.module_load_data(&module_, ptx.c_str());
+  if (r == CUDA_SUCCESS) {
+    r = d_.module_get_function(&spin_, module_, "fp4jit_lead");
+    if (r != CUDA_SUCCESS) {
+      d_.module_unload(module_);
+      module_ = nullptr;
+      spin_ = nullptr;
+    }
+  } else {
+    module_ = nullptr;
+  }
+  if (spin_ == nullptr) {
+    // Timing still works, as EventTimer's: each call's time then includes its enqueueing.
+    const char* name = nullptr;
+    d_.get_error_name(r, &name);
+    no_lead_ = fmt::format(
+        "the timing lead kernel did not load ({}; the driver may have PTX JIT compilation "
+        "disabled, CUDA_DISABLE_PTX_JIT): single-call GPU times include the host's enqueueing",
+        name != nullptr ? name : "unknown error");
+    static std::atomic<bool> warned{false};  // once per process: the tuner makes one per job
+    if (!warned.exchange(true)) warn("{}", no_lead_);
   }
 }
 
 GpuTimer::~GpuTimer() {
-  d_.module_unload(module_);
+  if (module_ != nullptr) d_.module_unload(module_);
 }
 
 void GpuTimer::lead() {
+  if (spin_ == nullptr) return;
   auto ns = static_cast<unsigned long long>(std::llround(lead_ms_ * 1e6));
   void* params[] = {&ns};
   check(d_.launch_kernel(spin_, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
@@ -138,6 +157,7 @@ void GpuTimer::lead() {
 }
 
 bool GpuTimer::covered(double host_ms) {
+  if (spin_ == nullptr) return true;  // no lead to lengthen: the time is taken as it is
   const bool ok = host_ms < lead_ms_;
   if (!ok) ++uncovered_;
   // Twice this enqueue; after a covered run at least half the lead before, so one slow enqueue

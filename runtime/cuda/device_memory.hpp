@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -88,7 +89,9 @@ class EventTimer {
 // to kMaxLeadMs), so it follows the host's enqueue time back down within a few runs after a slow
 // one; a run whose enqueue outlasted its lead is run again with the longer lead, at most kAttempts
 // times in all. The lead is PTX (lead_ptx()), JIT-compiled by the driver when the timer is made: no
-// NVRTC and no kernel cache, so timing works under FP4JIT_NO_COMPILE.
+// NVRTC and no kernel cache, so timing works under FP4JIT_NO_COMPILE. Where the driver cannot load
+// it (PTX JIT disabled), the timer times as EventTimer does (lead_loaded() false), with one warning
+// per process.
 class GpuTimer {
  public:
   static constexpr double kMinLeadMs = 0.02;
@@ -113,6 +116,8 @@ class GpuTimer {
       if (covered(host) || attempt == kAttempts) return gpu;
     }
   }
+  bool lead_loaded() const { return spin_ != nullptr; }
+  const std::string& why_no_lead() const { return no_lead_; }  // empty when the lead loaded
   double lead_ms() const { return lead_ms_; }
   int uncovered() const { return uncovered_; }  // runs whose enqueue outlasted the lead
 
@@ -126,6 +131,7 @@ class GpuTimer {
   CUfunction spin_ = nullptr;
   double lead_ms_ = 0.1;
   int uncovered_ = 0;
+  std::string no_lead_;
 };
 
 // The lead's PTX: `fp4jit_lead(u64 ns)` spins until %globaltimer has advanced by ns.

@@ -22,7 +22,8 @@
 // is every call that is neither a stream-ordered operation nor a pure lookup: module loads and
 // function attributes, occupancy, pool set-up, synchronous copies and synchronizations, and
 // allocation outside stream order (pointer queries are lookups: an H200 with driver 580 answered
-// them during a global-mode capture).
+// them during a global-mode capture). fake_cuda_set_ptx_jit(0) models CUDA_DISABLE_PTX_JIT=1:
+// cuModuleLoadData of an image that is not a cubin (ELF) fails.
 #include <cuda.h>
 
 #include <atomic>
@@ -78,8 +79,9 @@ CUresult f_driver_get_version(int* v) {
   *v = 13000;
   return count(k_driver_get_version);
 }
-CUresult f_get_error_name(CUresult, const char** s) {
-  *s = "CUDA_ERROR_FAKE";
+CUresult f_get_error_name(CUresult r, const char** s) {
+  *s = r == CUDA_ERROR_JIT_COMPILATION_DISABLED ? "CUDA_ERROR_JIT_COMPILATION_DISABLED"
+                                                : "CUDA_ERROR_FAKE";
   return count(k_get_error_name);
 }
 CUresult f_get_error_string(CUresult, const char** s) {
@@ -155,9 +157,19 @@ CUresult f_ctx_get_current(CUcontext* c) {
 CUresult f_ctx_synchronize() {
   return unsafe(k_ctx_synchronize);
 }
-CUresult f_module_load_data(CUmodule* m, const void*) {
+std::atomic<int> g_ptx_jit_off{0};  // fake_cuda_set_ptx_jit(0): as with CUDA_DISABLE_PTX_JIT=1
+
+CUresult f_module_load_data(CUmodule* m, const void* image) {
+  const CUresult r = unsafe(k_module_load_data);
+  if (r != CUDA_SUCCESS) return r;
+  // A cubin is an ELF image; anything else is PTX text, which the driver would JIT-compile.
+  if (g_ptx_jit_off.load() != 0 && std::memcmp(image,
+                                               "\x7f"
+                                               "ELF",
+                                               4) != 0)
+    return CUDA_ERROR_JIT_COMPILATION_DISABLED;
   *m = token<CUmodule>();
-  return unsafe(k_module_load_data);
+  return CUDA_SUCCESS;
 }
 CUresult f_module_unload(CUmodule) {
   return unsafe(k_module_unload);
@@ -447,6 +459,12 @@ __attribute__((visibility("default"))) void fake_cuda_last_launch_ex(int* grid, 
 __attribute__((visibility("default"))) long fake_cuda_output_maps(long* v) {
   for (int i = 0; i < 7; ++i) v[i] = g_out_map[i];
   return g_out_maps.load();
+}
+
+// PTX JIT compilation allowed (on, the default) or disabled as CUDA_DISABLE_PTX_JIT=1 disables
+// it: then cuModuleLoadData of anything but a cubin fails with CUDA_ERROR_JIT_COMPILATION_DISABLED.
+__attribute__((visibility("default"))) void fake_cuda_set_ptx_jit(int on) {
+  g_ptx_jit_off.store(on ? 0 : 1);
 }
 
 // A global-mode stream capture going on in the process (on) or not (off).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/recipe.hpp"
 #include "fp4jit/engine.hpp"
 #include "runtime/backend.hpp"
@@ -535,6 +536,45 @@ TEST_F(FakeDriverTest, GpuTimerRepeatsARunWhoseEnqueueOutlastedTheLead) {
   });
   EXPECT_EQ(runs, cuda::GpuTimer::kAttempts);
   EXPECT_EQ(timer.lead_ms(), cuda::GpuTimer::kMaxLeadMs);
+}
+
+// Where the driver cannot JIT-compile the lead's PTX, the timer says so (once per process: ctest
+// runs each test in a process of its own) and times each call with events alone (its enqueueing
+// inside), instead of failing the tuner or the benchmark.
+TEST_F(FakeDriverTest, GpuTimerWithoutPtxJitWarnsAndTimesWithoutALead) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  const auto set_jit = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_ptx_jit"));
+  ASSERT_NE(set_jit, nullptr);
+  std::vector<std::string> warnings;
+  const LogSink before = set_log_sink([&](LogLevel level, std::string_view m) {
+    if (level == LogLevel::warning) warnings.emplace_back(m);
+  });
+  cuda::DeviceScope scope;
+  set_jit(0);
+  std::unique_ptr<cuda::GpuTimer> timer;
+  EXPECT_NO_THROW(timer = std::make_unique<cuda::GpuTimer>(scope.driver()));
+  set_jit(1);
+  set_log_sink(before);
+  ASSERT_NE(timer, nullptr);
+  EXPECT_FALSE(timer->lead_loaded());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("CUDA_ERROR_JIT_COMPILATION_DISABLED"), std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(timer->why_no_lead(), warnings[0]);
+  reset_();
+  int runs = 0;
+  timer->ms([&] {
+    ++runs;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // longer than any lead
+  });
+  EXPECT_EQ(runs, 1);  // no lead to lengthen: taken once, as it is
+  EXPECT_EQ(calls("cuLaunchKernel"), 0);
+  EXPECT_EQ(calls("cuEventRecord"), 2);
+  // With PTX JIT allowed again, a new timer has its lead.
+  cuda::GpuTimer loaded(scope.driver());
+  EXPECT_TRUE(loaded.lead_loaded());
+  EXPECT_TRUE(loaded.why_no_lead().empty());
 }
 
 }  // namespace
