@@ -127,6 +127,10 @@ class Dist:
 
     def close(self):
         if self.world > 1:
+            # Every rank reaches the teardown before any tears its connections down: without the
+            # barrier a rank whose peer had already left aborted in Gloo's teardown now and then
+            # ("terminate called without an active exception", torch 2.15 on the CPU).
+            dist.barrier()
             dist.destroy_process_group()
 
 
