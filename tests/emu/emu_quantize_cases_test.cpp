@@ -1,6 +1,6 @@
 // The emulator's quantize cases beyond the recipe sweep of emu_quantize_test.cpp: which passes a
-// plan shares, the step counter of stochastic rounding (QuantizeArgs::seed_step), and nvfp4's
-// derived w + wt pair given two amaxes.
+// plan shares, the step counter of stochastic rounding (QuantizeArgs::seed_step), nvfp4's
+// derived w + wt pair given two amaxes, and quantize_rows at configs beside the heuristic's.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "reference/reference.hpp"
 #include "runtime/cuda/plan.hpp"
 #include "runtime/host_tensor.hpp"
+#include "tests/emu/emu_recipes.hpp"
 #include "tests/emu/emu_run.hpp"
 #include "tests/emu/emulator.hpp"
 #include "tests/gpu/quant_check.hpp"
@@ -185,6 +186,54 @@ TEST(EmuQuantizePair, SameBlockPairWithDifferentAmaxesMatchesEachAlone) {
     // wt with its own amax is not wt with w's (the case above tells the two apart).
     EXPECT_NE(compare_runs(alone_t, s_t), "");
   }
+}
+
+// quantize_rows at 384 threads (12 warps; their BF16 rings hold two items, where 16 warps' hold
+// one), with one item in flight and with two: x and dY alone of every emulated recipe whose
+// operand takes the rows kernel, random and adversarial, on a ragged source (a last item of 64
+// columns), against the reference. The plans must run these configs, not fall back to the
+// heuristic's.
+TEST(EmuQuantizeRows, TwelveWarpRingsMatchReference) {
+  int ran = 0;
+  for (const std::string& text : emu::emu_recipes()) {
+    const Recipe recipe = parse_recipe(text);
+    for (const codegen::RowsConfig& cfg : emu::emu_rows_configs())
+      for (const Role role : {Role::x, Role::dy})
+        for (const InputKind kind : {InputKind::random, InputKind::adversarial}) {
+          SCOPED_TRACE(
+              fmt::format("{} {} {} {}", text, name(role), cfg.text(), input_kind_name(kind)));
+          const std::int64_t rows = round_up(37, k_multiple(recipe, transposed_copy(role)));
+          const std::int64_t cols = round_up(1088, k_multiple(recipe, role));
+          HostInput in = make_input(kind, DType::bf16, rows, cols, 91 + ran, false);
+          const QuantizeArgs args{17, 0};
+          const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+          const QuantizedTensor ref = reference::quantize(recipe, role, in.values, ropt);
+          HostOperand o(ref.layout, rows * cols);
+          cuda::DeviceInfo device = kDevice;
+          device.rows_config = &cfg;
+          const auto make = [&](cuda::Arena& a) {
+            QuantizedView q = o.view();
+            return cuda::plan_quantize(recipe, role, in.view(), q, nullptr, args, device, a);
+          };
+          cuda::Arena counting;
+          bool rows_kernel = false, configured = true;
+          for (const cuda::Step& step : make(counting))
+            if (const auto* l = std::get_if<cuda::Launch>(&step))
+              if (l->kernel.op == "quantize_rows") {
+                rows_kernel = true;
+                configured = configured &&
+                             l->kernel.key_text.find("threads=" + std::to_string(cfg.threads) +
+                                                     ",unroll=" + std::to_string(cfg.unroll)) !=
+                                 std::string::npos;
+              }
+          if (!rows_kernel) continue;  // this operand takes the tile kernel (2D blocks, OCC)
+          ASSERT_TRUE(configured) << "the plan did not run the asked rows config";
+          run(make);
+          ASSERT_EQ(compare(ref, o, recipe[role].occ), "");
+          ++ran;
+        }
+  }
+  EXPECT_GE(ran, 20);  // the presets' x and dY, both configs, both inputs
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernels.hpp"
+
 namespace fp4jit::emu {
 
 inline std::vector<std::string> emu_recipes() {
@@ -17,6 +19,12 @@ inline std::vector<std::string> emu_recipes() {
           "tetrajet:wgrad.had=32,wgrad.had.signs=random",
           "mxfp4:weight.block=16x16,x.round=stochastic,x.sr.bits=16",
           "msfp4:act.block=1x32,occ=0.9"};
+}
+
+// quantize_rows configs beside the heuristic's that the emulator also holds (x and dY alone, BF16):
+// 12 warps, one item in flight and two.
+inline std::vector<codegen::RowsConfig> emu_rows_configs() {
+  return {codegen::RowsConfig{384, 1}, codegen::RowsConfig{384, 2}};
 }
 
 }  // namespace fp4jit::emu

@@ -83,6 +83,27 @@ int main(int argc, char** argv) {
           if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
     }
   }
+  // The rows tests' own: x and dY alone in BF16 by quantize_rows at 384 threads (12 warps, whose
+  // rings hold two items where 16 warps' hold one), with one item in flight and with two.
+  for (const std::string& text : emu::emu_recipes()) {
+    const Recipe recipe = parse_recipe(text);
+    for (const codegen::RowsConfig& cfg : emu::emu_rows_configs())
+      for (const Role role : {Role::x, Role::dy}) {
+        auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+        QuantizedView q;
+        q.codes = fake;
+        q.scales = fake;
+        q.tensor_scale = reinterpret_cast<float*>(fake);
+        cuda::DeviceInfo device{"sm_90a", 132};
+        device.rows_config = &cfg;
+        cuda::Arena arena;
+        const TensorView in{fake, DType::bf16, 64, 2048, 0};
+        for (const cuda::Step& step :
+             cuda::plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena))
+          if (const auto* l = std::get_if<cuda::Launch>(&step))
+            if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
+      }
+  }
   std::set<std::string> headers;
   for (const auto& k : all) headers.insert(k.header);
   std::string includes = "#include \"tests/emu/cuda_shim.hpp\"\n";
