@@ -163,10 +163,8 @@ CUresult f_module_load_data(CUmodule* m, const void* image) {
   const CUresult r = unsafe(k_module_load_data);
   if (r != CUDA_SUCCESS) return r;
   // A cubin is an ELF image; anything else is PTX text, which the driver would JIT-compile.
-  if (g_ptx_jit_off.load() != 0 && std::memcmp(image,
-                                               "\x7f"
-                                               "ELF",
-                                               4) != 0)
+  constexpr unsigned char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
+  if (g_ptx_jit_off.load() != 0 && std::memcmp(image, kElfMagic, sizeof kElfMagic) != 0)
     return CUDA_ERROR_JIT_COMPILATION_DISABLED;
   *m = token<CUmodule>();
   return CUDA_SUCCESS;
