@@ -129,13 +129,25 @@ struct Set {
   TensorView out, weight;
 };
 
+// The CUDA benchmarks' single-call timer (one per run: its lead kernel is loaded once); nothing on
+// a build without CUDA.
+#if defined(FP4JIT_HAVE_CUDA)
+using GpuTimer = cuda::GpuTimer;
+#else
+struct GpuTimer {};
+#endif
+
 class Timer {
  public:
-  explicit Timer(bool device) : device_(device) {}
+  // gpu: the run's timer on the CUDA backend, null on the host backend.
+  explicit Timer(GpuTimer* gpu) : gpu_(gpu) {}
   // Median milliseconds of `iters` runs of fn(i) after 3 warm-ups; on CUDA each call's GPU time
   // alone, the host's enqueueing hidden behind a lead kernel (cuda::GpuTimer).
   template <class Fn>
   double median_ms(int iters, Fn fn);
+  // What the median is, for the printed line: "GPU time alone; " on CUDA, nothing on the host
+  // (its time is the host's).
+  const char* kind() const { return gpu_ != nullptr ? "GPU time alone; " : ""; }
   // The median host time of the same calls, up to their return (on CUDA: enqueueing).
   double host_ms() const { return host_ms_; }
   // On CUDA: the median time per call of the same calls enqueued back to back (events between
@@ -145,7 +157,7 @@ class Timer {
   double back_to_back_ms() const { return back_to_back_ms_; }
 
  private:
-  bool device_;
+  GpuTimer* gpu_;
   double host_ms_ = 0.0;
   double back_to_back_ms_ = 0.0;
 };
@@ -155,16 +167,14 @@ double Timer::median_ms(int iters, Fn fn) {
   for (int i = 0; i < 3; ++i) fn(i);
   std::vector<double> ms, host;
 #if defined(FP4JIT_HAVE_CUDA)
-  if (device_) {
-    cuda::DeviceScope scope(0);
-    cuda::GpuTimer timer(scope.driver());
+  if (gpu_ != nullptr) {
     for (int i = 0; i < iters; ++i)
-      ms.push_back(timer.ms([&] {
+      ms.push_back(gpu_->ms([&] {
         Stopwatch w;
         fn(i);
         host.push_back(w.ms());
       }));
-    cuda::EventSeries series(scope.driver(), iters + 1);
+    cuda::EventSeries series(cuda::require_driver(), iters + 1);
     series.mark(0);
     for (int i = 0; i < iters; ++i) {
       fn(i);
@@ -175,7 +185,7 @@ double Timer::median_ms(int iters, Fn fn) {
     back_to_back_ms_ = row[row.size() / 2];
   }
 #endif
-  if (!device_) {
+  if (gpu_ == nullptr) {
     for (int i = 0; i < iters; ++i) {
       Stopwatch w;
       fn(i);
@@ -197,6 +207,7 @@ struct BenchRun {
 #if defined(FP4JIT_HAVE_CUDA)
   std::unique_ptr<cuda::DeviceScope> scope;
 #endif
+  std::unique_ptr<GpuTimer> gpu_timer;  // CUDA: every single-call timing of the run
   std::unique_ptr<Engine> engine;
   int iters = 0;
 
@@ -207,7 +218,10 @@ struct BenchRun {
       fail(ErrorKind::invalid_argument, "bench {}: --backend must be cuda or host", command);
     device = eo.backend == BackendKind::cuda;
 #if defined(FP4JIT_HAVE_CUDA)
-    if (device) scope = std::make_unique<cuda::DeviceScope>(0);
+    if (device) {
+      scope = std::make_unique<cuda::DeviceScope>(0);
+      gpu_timer = std::make_unique<GpuTimer>(scope->driver());
+    }
 #endif
     engine = std::make_unique<Engine>(eo);
     iters = o.iters > 0 ? o.iters : (device ? 50 : 5);
@@ -270,7 +284,7 @@ void run_bench(const BenchOptions& o) {
                 occ ? xb : TensorView{}};
         rotation.push_back(set);
       }
-      Timer timer(device);
+      Timer timer(run.gpu_timer.get());
       const double ms = timer.median_ms(iters, [&](int i) {
         const Set& set = rotation[static_cast<std::size_t>(i) % rotation.size()];
         GemmEpilogue e;
@@ -288,9 +302,9 @@ void run_bench(const BenchOptions& o) {
       const double b2b = timer.back_to_back_ms();
       const double b2b_tflops = b2b > 0.0 ? tflops * ms / b2b : 0.0;
       fmt::print(
-          "  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  (GPU time alone; host {:.1f} us per call; "
-          "{} operand sets{}{}{})\n",
-          op_name.name, gemm_shape_text(s), ms, tflops, timer.host_ms() * 1e3, sets,
+          "  {:5}  {:>22}  {:9.3f} ms  {:8.1f} TFLOP/s  ({}host {:.1f} us per call; {} operand "
+          "sets{}{}{})\n",
+          op_name.name, gemm_shape_text(s), ms, tflops, timer.kind(), timer.host_ms() * 1e3, sets,
           occ ? ", OCC compensation included" : "", o.bias ? ", bias" : "",
           o.accumulate ? ", D += A B^T" : "");
       if (b2b > 0.0)
@@ -375,7 +389,7 @@ void run_quant_bench(const QuantBenchOptions& o) {
             {random_bf16(mem, rows, cols, 21 + static_cast<std::uint32_t>(i)),
              operand_buffers(mem, l, recipe[p.role].occ),
              p.pair ? operand_buffers(mem, lt, recipe[partner].occ) : QuantizedView{}});
-      Timer timer(device);
+      Timer timer(run.gpu_timer.get());
       const double ms = timer.median_ms(iters, [&](int i) {
         const QSet& set = rotation[static_cast<std::size_t>(i) % rotation.size()];
         const QuantizeArgs args{.seed = 5, .offset = static_cast<std::uint64_t>(i) * 4096};
@@ -388,10 +402,9 @@ void run_quant_bench(const QuantBenchOptions& o) {
       const std::string what =
           p.pair ? fmt::format("{}+{}", name(p.role), name(partner)) : std::string(name(p.role));
       const double gbps = static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
-      fmt::print(
-          "  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  (GPU time alone; host {:.1f} us per call; {} "
-          "sets)\n",
-          what, fmt::format("{}x{}", rows, cols), ms, gbps, timer.host_ms() * 1e3, sets);
+      fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  ({}host {:.1f} us per call; {} sets)\n",
+                 what, fmt::format("{}x{}", rows, cols), ms, gbps, timer.kind(),
+                 timer.host_ms() * 1e3, sets);
       if (b2b > 0.0)
         fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  back to back\n", "", "", b2b,
                    static_cast<double>(bytes) / (b2b * 1e-3) / 1e9);
