@@ -39,15 +39,12 @@ _layer_ids = itertools.count()
 _engines = {}
 
 
-_mix_one = fp4jit.mix_seed  # one splitmix64 round: the state after mixing integer v into h
-
-
 def _mix(*values):
     """A 64-bit hash of integers (splitmix64 over their sequence): seeds per layer, step and
     tensor that are the same on every rank and every run."""
     h = 0x9E3779B97F4A7C15
     for v in values:
-        h = _mix_one(h, v)
+        h = fp4jit.mix_seed(h, v)
     return h
 
 
@@ -547,8 +544,8 @@ class Linear(nn.Linear):
         """The stochastic-rounding seeds of X, W and dY at `step` (default: the next step)."""
         step = self.step if step is None else step
         # _mix(seed, step, index) with the (seed, step) prefix mixed once: a step asks for three.
-        h = _mix_one(_mix_one(0x9E3779B97F4A7C15, self.seed), step)
-        return {role: _mix_one(h, index) for role, index in _ROLE_INDEX.items()}
+        h = fp4jit.mix_seed(fp4jit.mix_seed(0x9E3779B97F4A7C15, self.seed), step)
+        return {role: fp4jit.mix_seed(h, index) for role, index in _ROLE_INDEX.items()}
 
     def forward(self, x, is_first_microbatch=None):
         shape = x.shape
