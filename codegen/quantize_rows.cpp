@@ -54,19 +54,26 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 }
 
 // Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
-// 32 bytes). Lane-owned groups: 8 warps with two items in flight each (three ring slots of 2 KiB
-// per warp for 16-bit input), 4 warps for FP32 (4 KiB items); two-level operands of BF16 rounded
-// to nearest (nvfp4's and ue5m3's x and w), 16 warps and one item each (their heavier block
-// scale: measured 1.04x at 8192^2 and 16384^2 on an H100, bench/quantize_notes.md).
+// 32 bytes). Lane-owned groups of BF16 (measured on an H200 at 8192^2 and 16384^2, every preset's
+// x and dY rows, bench/quantize_notes.md): operands whose codes come from the packed BF16 encoder
+// (power-of-two scales rounded to nearest, nothing applied first: mxfp4's x and dY, tetrajet's x)
+// 16 warps of one item each; the others (two-level scales, stochastic rounding) 12 warps with two
+// ring slots each (384 threads: one item in flight while one is encoded); FP16 8 warps with three
+// slots, FP32 4 warps (4 KiB items).
 namespace {
+
+bool packed_bf16_encoder(const OperandSpec& s) {  // kern::packed_pow2 for BF16 input
+  return (s.rule == ScaleRule::ocp_floor || s.rule == ScaleRule::ceil_pow2) &&
+         (s.round == Round::even || s.round == Round::away) && s.had.size == 0 && !s.occ;
+}
 
 RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
   RowsConfig c;
   if (lane_groups(s)) {
     c.threads = in == DType::f32 ? 128 : 256;
     c.unroll = 2;
-    if (in == DType::bf16 && s.rule == ScaleRule::two_level && s.round != Round::stochastic) {
-      c.threads = 512;
+    if (in == DType::bf16) {
+      c.threads = packed_bf16_encoder(s) ? 512 : 384;
       c.unroll = 1;
     }
     return c;

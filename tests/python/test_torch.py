@@ -536,10 +536,10 @@ class CudaGraphs(unittest.TestCase):
 
     @unittest.skipUnless(torch.cuda.is_available(), "CUDA")
     def test_step_counter_in_the_wrong_memory_is_refused(self):
-        """seed_step in device memory for the host backend (which reads it on the host), or in
-        host memory for the CUDA backend (whose kernels read it), is refused by name."""
+        """seed_step in device memory for a CPU backend (host or reference: either reads it on the
+        host), or in host memory for the CUDA backend (whose kernels read it), is refused by name."""
         x = torch.randn(64, 64)
-        with self.assertRaisesRegex(fp4jit.Error, "seed_step: device memory for the host backend"):
+        with self.assertRaisesRegex(fp4jit.Error, "seed_step: device memory for the (host|reference) backend"):
             fp4.engine_for("cpu").quantize("nvfp4", "dy", x, seed_step=torch.zeros(1, dtype=torch.int64, device="cuda"))
         with self.assertRaisesRegex(fp4jit.Error, "seed_step .* not memory the GPU can address"):
             fp4.engine_for(torch.device("cuda", 0)).quantize("nvfp4", "dy", x.cuda(),
