@@ -54,18 +54,14 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 }
 
 // Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
-// 32 bytes). Lane-owned groups of BF16 (measured on an H200 at 8192^2 and 16384^2, every preset's
-// x and dY rows, bench/quantize_notes.md): operands whose codes come from the packed BF16 encoder
-// (power-of-two scales rounded to nearest, nothing applied first: mxfp4's x and dY, tetrajet's x)
-// 16 warps of one item each; the others (two-level scales, stochastic rounding) 12 warps with two
-// ring slots each (384 threads: one item in flight while one is encoded); FP16 8 warps with three
-// slots, FP32 4 warps (4 KiB items).
+// 32 bytes). Lane-owned groups of BF16: 12 warps with two ring slots each (384 threads: one item
+// in flight while the other is encoded; 16 warps' rings hold one item in the 48 KB of static
+// shared memory). Measured on an H200 (bench/quantize_notes.md) against 16 warps of one item, 8 of
+// three, 8 and 16 of two with register caps, and 10 with three CTAs per SM, every preset's x and
+// dY rows at 8192^2 and 16384^2: the best or within 2 % of it but for nvfp4's dY with the amax
+// given (4-5 % behind 12 warps capped at two CTAs per SM, a candidate of the tuner's), 0.99-1.06x
+// the previous choices. FP16: 8 warps with three slots; FP32: 4 warps (4 KiB items).
 namespace {
-
-bool packed_bf16_encoder(const OperandSpec& s) {  // kern::packed_pow2 for BF16 input
-  return (s.rule == ScaleRule::ocp_floor || s.rule == ScaleRule::ceil_pow2) &&
-         (s.round == Round::even || s.round == Round::away) && s.had.size == 0 && !s.occ;
-}
 
 RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
   RowsConfig c;
@@ -73,7 +69,7 @@ RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
     c.threads = in == DType::f32 ? 128 : 256;
     c.unroll = 2;
     if (in == DType::bf16) {
-      c.threads = packed_bf16_encoder(s) ? 512 : 384;
+      c.threads = 384;
       c.unroll = 1;
     }
     return c;

@@ -94,24 +94,20 @@ TEST(QuantizeConfig, RowsConfigsAskForCtasPerSmAndTakeTheEnvironment) {
   EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), plain);
 }
 
-// The heuristic's rows config for BF16: the packed encoder's operands (power-of-two scales rounded
-// to nearest) 16 warps of one item each, two-level scales and stochastic rounding 12 warps of two
-// ring slots; FP16 and FP32 as before.
-TEST(QuantizeConfig, RowsHeuristicPicksWarpsAndRingsPerEncoder) {
-  const Recipe nv = parse_recipe("nvfp4");
-  EXPECT_EQ(codegen::default_rows_config(nv[Role::x], DType::bf16).text(), "threads=384,unroll=1");
-  EXPECT_EQ(codegen::default_rows_config(nv[Role::dy], DType::bf16).text(), "threads=384,unroll=1");
-  EXPECT_EQ(codegen::default_rows_config(nv[Role::x], DType::f32).text(), "threads=128,unroll=2");
-  EXPECT_EQ(codegen::default_rows_config(nv[Role::x], DType::f16).text(), "threads=256,unroll=2");
-  EXPECT_EQ(codegen::default_rows_config(parse_recipe("ue5m3")[Role::x], DType::bf16).text(),
-            "threads=384,unroll=1");
-  const Recipe mx = parse_recipe("mxfp4"), tj = parse_recipe("tetrajet");
-  EXPECT_EQ(codegen::default_rows_config(mx[Role::x], DType::bf16).text(), "threads=512,unroll=1");
-  EXPECT_EQ(codegen::default_rows_config(mx[Role::dy], DType::bf16).text(), "threads=512,unroll=1");
-  EXPECT_EQ(codegen::default_rows_config(tj[Role::x], DType::bf16).text(), "threads=512,unroll=1");
-  // tetrajet's dY rounds stochastically: not the packed encoder.
-  EXPECT_EQ(codegen::default_rows_config(tj[Role::dy], DType::bf16).text(), "threads=384,unroll=1");
-  EXPECT_EQ(codegen::default_rows_config(mx[Role::x], DType::f16).text(), "threads=256,unroll=2");
+// The heuristic's rows config: lane-owned groups of BF16 on 12 warps of two ring slots whatever the
+// encoder (two-level, power-of-two, stochastic rounding); FP16 on 8 warps of three, FP32 on 4.
+TEST(QuantizeConfig, RowsHeuristicGivesBf16RingsOfTwoSlots) {
+  for (const char* preset : {"nvfp4", "ue5m3", "mxfp4", "tetrajet"}) {
+    SCOPED_TRACE(preset);
+    const Recipe r = parse_recipe(preset);
+    EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::bf16).text(), "threads=384,unroll=1");
+    EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), "threads=384,unroll=1");
+    EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::f16).text(), "threads=256,unroll=2");
+    EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::f32).text(), "threads=128,unroll=2");
+  }
+  // msfp4's per-row scales take the segment path.
+  EXPECT_EQ(codegen::default_rows_config(parse_recipe("msfp4")[Role::x], DType::bf16).text(),
+            "threads=256,unroll=4");
 }
 
 // The heuristic's CTA size for quantize_tile: 512 threads for pairs of 16-bit input on the raw
