@@ -76,19 +76,28 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
   TileConfig c;
   if (raw_tile(row) && raw_tile(col)) {
     c.tile_cols = in == DType::f32 ? 64 : 128;
-    // Pairs of 16-bit input: one CTA of 512 threads per SM (a unit per thread per tile) ran
-    // 1.02-1.37x faster than CTAs of 256 (BF16 input, mxfp4, nvfp4 and ue5m3 on an H100, from
-    // 8192^2 up; bench/quantize_notes.md), but for double quantization (two phases and barriers
-    // per tile) and 16-bit stochastic rounding, which lost 1.3-1.4x without a second CTA to
-    // overlap. E8M0-scaled pairs (mxfp4: the lightest tiles) ran 1.04-1.10x faster on 256 up to
-    // 11008 x 4096 elements; the two-level pairs kept 512 there (the tuner's winners).
-    const auto light = [](const OperandSpec* s) {
-      return s->src != Source::requant && !(s->round == Round::stochastic && s->sr_bits == 16);
-    };
-    if (row != nullptr && col != nullptr && in != DType::f32 && light(row) && light(col)) {
-      const bool small_e8m0 = elements != 0 && elements < (std::int64_t{1} << 26) &&
-                              row->scale == ScaleFormat::e8m0 && col->scale == ScaleFormat::e8m0;
-      if (!small_e8m0) c.threads = 512;
+    // Pairs of 16-bit input, by what their tiles cost (measured on an H200 at 8192^2 and 16384^2,
+    // bench/quantize_notes.md; the H100's figures had 512 threads ahead more often):
+    //   stochastic rounding with 8-bit draws (nvfp4's and ue5m3's dY, with Hadamard on dY^T): one
+    //     CTA of 512 threads per SM (a unit per thread per tile);
+    //   two-level scales rounded to nearest (their x and w): CTAs of 256 (1.07-1.12x 512's);
+    //   E8M0 scales rounded to nearest (mxfp4, the lightest tiles): 256 up to 2^27 elements
+    //     (1.12x at 8192^2), 512 beyond (1.14x at 16384^2) and where the size is not known;
+    //   double quantization (tetrajet's requantized transposes: two phases and barriers per tile):
+    //     128 (1.08-1.09x 256's);
+    //   16-bit stochastic rounding (tetrajet's dY): 256.
+    const auto requant = [](const OperandSpec* s) { return s->src == Source::requant; };
+    const auto sr = [](const OperandSpec* s) { return s->round == Round::stochastic; };
+    if (row != nullptr && col != nullptr && in != DType::f32) {
+      if (requant(row) || requant(col)) {
+        c.threads = 128;
+      } else if ((sr(row) && row->sr_bits == 16) || (sr(col) && col->sr_bits == 16)) {
+        c.threads = 256;
+      } else if (sr(row) || sr(col)) {
+        c.threads = 512;
+      } else if (row->scale == ScaleFormat::e8m0 && col->scale == ScaleFormat::e8m0) {
+        c.threads = elements != 0 && elements < (std::int64_t{1} << 27) ? 256 : 512;
+      }
     }
     return c;
   }

@@ -110,11 +110,13 @@ TEST(QuantizeConfig, RowsHeuristicGivesBf16RingsOfTwoSlots) {
             "threads=256,unroll=4");
 }
 
-// The heuristic's CTA size for quantize_tile: 512 threads for pairs of 16-bit input on the raw
-// path, but for double quantization and 16-bit stochastic rounding, and for E8M0-scaled pairs
-// under 2^26 elements; 256 elsewhere.
-TEST(QuantizeConfig, TileHeuristicTakesWideCtasForLightPairs) {
-  constexpr std::int64_t kSmall = 8192 * 4096, kLarge = std::int64_t{1} << 26;
+// The heuristic's CTA size for quantize_tile pairs of 16-bit input on the raw path: 512 threads
+// for 8-bit stochastic rounding and for E8M0-scaled pairs from 2^27 elements (or of unknown size),
+// 256 for the other E8M0 and two-level pairs rounded to nearest and for 16-bit stochastic
+// rounding, 128 for double quantization; 256 elsewhere.
+TEST(QuantizeConfig, TileHeuristicSizesCtasByPairCost) {
+  constexpr std::int64_t kSmall = 8192 * 4096, k8192 = std::int64_t{1} << 26,
+                         kLarge = std::int64_t{1} << 28;
   const auto threads = [](const char* preset, Role a, Role b, DType in, std::int64_t n) {
     const Recipe r = parse_recipe(preset);
     return codegen::default_tile_config(&r[a], &r[b], in, n).threads;
@@ -122,11 +124,17 @@ TEST(QuantizeConfig, TileHeuristicTakesWideCtasForLightPairs) {
   EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, kLarge), 512);
   EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, 0), 512);  // size unknown
   EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, kSmall), 256);
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::bf16, k8192), 256);
   EXPECT_EQ(threads("mxfp4", Role::dy, Role::dyt, DType::f16, kLarge), 512);
-  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16, kSmall), 512);
+  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16, kSmall), 256);
+  EXPECT_EQ(threads("nvfp4", Role::x, Role::xt, DType::bf16, kLarge), 256);
+  EXPECT_EQ(threads("ue5m3", Role::x, Role::xt, DType::bf16, kLarge), 256);
+  EXPECT_EQ(threads("nvfp4", Role::w, Role::wt, DType::bf16, kLarge), 256);  // 16 x 16 blocks
   EXPECT_EQ(threads("nvfp4", Role::dy, Role::dyt, DType::bf16, 4096), 512);  // 8-bit SR, Hadamard
-  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32, kLarge), 256);   // 64 x 64 tiles
-  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 256);    // xt requantized
+  EXPECT_EQ(threads("ue5m3", Role::dy, Role::dyt, DType::bf16, kLarge), 512);
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32, kLarge), 256);  // 64 x 64 tiles
+  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 128);  // xt requantized
+  EXPECT_EQ(threads("tetrajet", Role::w, Role::wt, DType::bf16, kLarge), 128);  // wt requantized
   EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16, kLarge), 256);  // 16-bit SR
   const Recipe mx = parse_recipe("mxfp4");
   EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16).threads, 256);
@@ -134,7 +142,7 @@ TEST(QuantizeConfig, TileHeuristicTakesWideCtasForLightPairs) {
   const auto fake = [](int i) {
     return reinterpret_cast<void*>(Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
   };
-  for (const auto& [rows, block] : {std::pair{8192, 512u}, std::pair{4096, 256u}}) {
+  for (const auto& [rows, block] : {std::pair{16384, 512u}, std::pair{8192, 256u}}) {
     Arena arena;
     const TensorView src{fake(0), DType::bf16, rows, 8192, 0};
     QuantizedView out, out_t;
@@ -177,12 +185,12 @@ TEST(QuantizeConfig, TileOverrideFromTheEnvironment) {
   }
   {
     ScopedEnv e("FP4JIT_QUANTIZE_TILE", "tile=64x64");
-    EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=512,tile=64x64");
+    EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=256,tile=64x64");
   }
   expect_rejected("FP4JIT_QUANTIZE_TILE",
                   {"threads=1000", "warps=4", "tile=64", "minb=9", "threads="},
                   [&] { codegen::default_tile_config(x, xt, DType::bf16); });
-  EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=512,tile=64x128");
+  EXPECT_EQ(codegen::default_tile_config(x, xt, DType::bf16).text(), "threads=256,tile=64x128");
 }
 
 }  // namespace

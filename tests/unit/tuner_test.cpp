@@ -451,7 +451,7 @@ TEST(CudaSpace, PairSpacesTuneTheFusedTileKernel) {
       }
     }
   }
-  // The heuristic's pair kernel is the plan's for the size (mxfp4: 512 threads from 2^26
+  // The heuristic's pair kernel is the plan's for the size (mxfp4: 512 threads from 2^27
   // elements).
   const Recipe mx = parse_recipe("mxfp4");
   const auto first = [&](std::int64_t rows) {
@@ -460,8 +460,8 @@ TEST(CudaSpace, PairSpacesTuneTheFusedTileKernel) {
         .front()
         .candidate.config;
   };
-  EXPECT_EQ(first(8192), "tile:threads=512,tile=64x128");
-  EXPECT_EQ(first(1024), "tile:threads=256,tile=64x128");
+  EXPECT_EQ(first(16384), "tile:threads=512,tile=64x128");
+  EXPECT_EQ(first(8192), "tile:threads=256,tile=64x128");
 }
 
 TEST(CudaSpace, QuantizeSpacesFollowTheKernelThePlanLaunches) {
