@@ -16,6 +16,13 @@ bool raw_tile(const OperandSpec* s) {
   return s == nullptr || (lane_groups(*s) && !s->occ);
 }
 
+// Whether BF16 input of this operand takes the packed encoder (kern::packed_pow2): power-of-two
+// E8M0 scales rounded to nearest, no Hadamard, no OCC.
+bool packed_bf16_encoder(const OperandSpec& s) {
+  return lane_groups(s) && (s.rule == ScaleRule::ocp_floor || s.rule == ScaleRule::ceil_pow2) &&
+         (s.round == Round::even || s.round == Round::away) && s.had.size == 0 && !s.occ;
+}
+
 // Elements along K one group of lanes spans, and operand rows per warp (quantize_tile's layout).
 int k_span(const OperandSpec& s) {
   int span = std::max(8, s.had.size);
@@ -99,6 +106,13 @@ TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col,
         c.threads = elements != 0 && elements < (std::int64_t{1} << 27) ? 256 : 512;
       }
     }
+    // A transposed operand alone from the packed BF16 encoder (E8M0 scales rounded to nearest,
+    // nothing applied first: mxfp4's xt, wt, dyt): the register cap of three CTAs per SM that the
+    // kernel takes by itself (80 registers) left it 1.04-1.14x slower than minb=1 (127
+    // registers, two CTAs of 256) on an H200, LLaMA-7B's seven such problems at 8192 tokens
+    // (bench/tune_notes.md).
+    if (row == nullptr && col != nullptr && in == DType::bf16 && packed_bf16_encoder(*col))
+      c.min_blocks = 1;
     return c;
   }
   if (row != nullptr) c.tile_cols = std::max(c.tile_cols, k_span(*row));

@@ -136,8 +136,18 @@ TEST(QuantizeConfig, TileHeuristicSizesCtasByPairCost) {
   EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 128);  // xt requantized
   EXPECT_EQ(threads("tetrajet", Role::w, Role::wt, DType::bf16, kLarge), 128);  // wt requantized
   EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16, kLarge), 256);  // 16-bit SR
+  // A transposed operand alone: 256 threads; from the packed BF16 encoder with the register cap
+  // of one CTA per SM asked (two fit), where the kernel's own rule would ask for three.
   const Recipe mx = parse_recipe("mxfp4");
-  EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16).threads, 256);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16).text(),
+            "threads=256,tile=64x128,minb=1");
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::dyt], DType::f16).text(),
+            "threads=256,tile=64x128");
+  const Recipe nv = parse_recipe("nvfp4"), tj = parse_recipe("tetrajet");
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::xt], DType::bf16).text(),
+            "threads=256,tile=64x128");  // two-level, Hadamard
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &tj[Role::wt], DType::bf16).min_blocks,
+            0);  // stochastic rounding
   // A pair's plan launches what the heuristic says for its source's size.
   const auto fake = [](int i) {
     return reinterpret_cast<void*>(Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
