@@ -133,15 +133,17 @@ void CudaBackend::run(void* stream, MakePlan make_plan) {
       continue;
     }
     const Launch& l = std::get<Launch>(step);
-    CUfunction fn = modules_->function(l.kernel);
+    CUfunction fn = modules_->function_with_smem(l.kernel, l.smem);
     std::uint32_t grid = l.grid;
     if (l.persistent) {
       const auto fit = static_cast<std::int64_t>(info_.sm_count) *
-                       modules_->blocks_per_sm(l.kernel, static_cast<int>(l.block));
+                       modules_->blocks_per_sm(l.kernel, static_cast<int>(l.block), l.smem);
       grid = static_cast<std::uint32_t>(std::min<std::int64_t>(grid, fit));
     }
     void* params[] = {const_cast<std::uint8_t*>(l.args.data())};
-    check(d_.launch_kernel(fn, grid, 1, 1, l.block, 1, 1, 0, s, params, nullptr), "cuLaunchKernel");
+    check(d_.launch_kernel(fn, grid, 1, 1, l.block, 1, 1, static_cast<unsigned>(l.smem), s, params,
+                           nullptr),
+          "cuLaunchKernel");
   }
   last_bytes_ = plan_bytes(plan);
 }

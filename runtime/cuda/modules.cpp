@@ -39,16 +39,17 @@ CUfunction ModuleRegistry::function(const codegen::KernelSource& kernel) {
   return l.function;
 }
 
-int ModuleRegistry::blocks_per_sm(const codegen::KernelSource& kernel, int block) {
-  const CUfunction fn = function(kernel);
+int ModuleRegistry::blocks_per_sm(const codegen::KernelSource& kernel, int block, int smem) {
+  const CUfunction fn = function_with_smem(kernel, smem);
   std::lock_guard lock(mutex_);
   Loaded& l = loaded_.at(kernel.key_text);
-  if (l.occupancy_block != block) {
+  if (l.occupancy_block != block || l.occupancy_smem != smem) {
     const RelaxedCapture relaxed(d_);
     int n = 0;
-    check(d_.occupancy_max_active_blocks(&n, fn, block, 0),
+    check(d_.occupancy_max_active_blocks(&n, fn, block, static_cast<std::size_t>(smem)),
           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     l.occupancy_block = block;
+    l.occupancy_smem = smem;
     l.occupancy = n < 1 ? 1 : n;
   }
   return l.occupancy;

@@ -84,9 +84,10 @@ class ModuleRegistry {
 
   // The kernel's function in this context (the context must be current). Thread-safe.
   CUfunction function(const codegen::KernelSource& kernel);
-  // How many CTAs of `block` threads of the kernel fit one SM at once (registers, shared
-  // memory), at least 1; asked of the driver once per kernel and block size. Thread-safe.
-  int blocks_per_sm(const codegen::KernelSource& kernel, int block);
+  // How many CTAs of `block` threads and `smem` bytes of dynamic shared memory of the kernel fit
+  // one SM at once (registers, shared memory), at least 1; asked of the driver once per kernel and
+  // launch shape. Thread-safe.
+  int blocks_per_sm(const codegen::KernelSource& kernel, int block, int smem = 0);
   // The kernel's function with its dynamic shared-memory limit raised to at least `bytes` (one
   // cuFuncSetAttribute per kernel and larger size). Thread-safe.
   CUfunction function_with_smem(const codegen::KernelSource& kernel, int bytes);
@@ -105,7 +106,7 @@ class ModuleRegistry {
   struct Loaded {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
-    int occupancy_block = 0, occupancy = 0;  // the last blocks_per_sm answer
+    int occupancy_block = 0, occupancy_smem = 0, occupancy = 0;  // the last blocks_per_sm answer
     int smem_limit = 0;                      // the dynamic shared memory allowed so far
     long long clusters_key = 0;              // the last max_active_clusters question
     int clusters = 0;                        // and its answer

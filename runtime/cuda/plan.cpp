@@ -67,8 +67,8 @@ class Planner {
   }
   template <class A>
   void launch(codegen::KernelSource kernel, i64 grid, int block, const A& args, i64 bytes,
-              bool persistent = false) {
-    plan_.push_back(make_launch(std::move(kernel), grid, block, args, bytes, persistent));
+              bool persistent = false, int smem = 0) {
+    plan_.push_back(make_launch(std::move(kernel), grid, block, args, bytes, persistent, smem));
   }
   i64 stream_grid(i64 ctas) const {
     return std::min<i64>(ctas, static_cast<i64>(device_.sm_count) * 32);
@@ -231,10 +231,12 @@ void Planner::pass(const KernelOperand* row, const KernelOperand* col, bool tile
       }
     }
     if (codegen::lane_groups(row->spec)) {
-      // Persistent warps, one item (a row's 1024-element chunk) at a time.
+      // Persistent warps, one item (a row's 1024-element chunk) at a time; their rings are the
+      // launch's dynamic shared memory.
       const i64 items = a.row.rows * ceil_div(a.row.cols, 1024);
       launch(codegen::quantize_rows_kernel(*row, in.dtype, phase, cfg, device_.target),
-             ceil_div(items, cfg.threads / 32), cfg.threads, a, bytes, true);
+             ceil_div(items, cfg.threads / 32), cfg.threads, a, bytes, true,
+             kern::rows_ring_bytes(cfg.threads, cfg.unroll, codegen::in_type(in.dtype)));
       return;
     }
     const i64 items = a.row.rows * ceil_div(ceil_div(a.row.cols, kern::kVec), 32 * cfg.unroll);

@@ -66,6 +66,7 @@ struct Launch {
   bool persistent = false;
   std::vector<std::uint8_t> args;  // the kernel's argument struct, by value
   std::int64_t bytes = 0;          // global-memory bytes it moves (estimate: reads + writes)
+  int smem = 0;                    // dynamic shared memory per CTA, bytes
 };
 struct Memset {
   void* ptr = nullptr;
@@ -79,9 +80,10 @@ using Plan = std::vector<Step>;
 // struct copied by value.
 template <class A>
 Launch make_launch(codegen::KernelSource kernel, std::int64_t grid, int block, const A& args,
-                   std::int64_t bytes, bool persistent = false) {
+                   std::int64_t bytes, bool persistent = false, int smem = 0) {
   Launch l;
   l.persistent = persistent;
+  l.smem = smem;
   l.kernel = std::move(kernel);
   l.grid = static_cast<std::uint32_t>(std::clamp<std::int64_t>(grid, 1, 0x7fffffff));
   l.block = static_cast<std::uint32_t>(block);

@@ -112,8 +112,9 @@ FP4JIT_CONSTEXPR bool is_pow2(int v) {
 }
 
 // quantize_rows' lane-owned-group path (host and device agree on its shared-memory rings).
-// Shared memory the path may take per CTA for its rings (static shared memory, no opt-in).
-constexpr int kRowsRingBytes = 48 * 1024;
+// Shared memory the path may take per CTA for its rings: dynamic shared memory (the launch passes
+// rows_ring_bytes, opting in above 48 KB), at most two CTAs' worth of an SM's 228 KB.
+constexpr int kRowsRingBytes = 96 * 1024;
 // Its item: one row's chunk of 32 lanes x 32 elements.
 FP4JIT_CONSTEXPR int rows_item_bytes(InType in) {
   return 32 * 32 * in_size(in);
@@ -123,6 +124,10 @@ FP4JIT_CONSTEXPR int rows_item_bytes(InType in) {
 FP4JIT_CONSTEXPR int rows_ring_stages(int threads, int unroll, InType in) {
   const int fit = kRowsRingBytes / ((threads / 32) * rows_item_bytes(in));
   return fit < unroll + 1 ? fit : unroll + 1;
+}
+// The CTA's rings in bytes: the dynamic shared memory a launch of the path passes.
+FP4JIT_CONSTEXPR int rows_ring_bytes(int threads, int unroll, InType in) {
+  return (threads / 32) * rows_ring_stages(threads, unroll, in) * rows_item_bytes(in);
 }
 
 // quantize_tile's raw-tile path: shared memory its ring of tiles may take per CTA.

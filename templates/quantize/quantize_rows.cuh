@@ -64,7 +64,9 @@ FP4JIT_DEV int ring_slot(int g) {
 // elements, each lane kPerLane consecutive ones (whole groups). Items stream through a ring of
 // kStages slots per warp in shared memory (cp.async, coalesced, zero-filled past the row's end),
 // up to kStages - 1 of them in flight while one is encoded, so the bytes in flight do not cost
-// registers. CTAs are persistent (the host launches as many as fit at once).
+// registers. The rings are the launch's dynamic shared memory (rows_ring_bytes: more than the 48 KB
+// of static shared memory, e.g. two slots for each of 16 warps). CTAs are persistent (the host
+// launches as many as fit at once).
 template <class Cfg>
 FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   using Op = typename Cfg::Op;
@@ -79,7 +81,13 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   constexpr int kStages = rows_ring_stages(Cfg::threads, Cfg::unroll, Cfg::in);
   constexpr int kSlot = 32 * kLoads;  // 16-byte chunks per ring slot
   static_assert(kStages >= 1, "the warps' rings do not fit the shared-memory budget");
-  __shared__ __align__(16) uint4 ring[kWarps * kStages * kSlot];
+  static_assert(kWarps * kStages * kSlot * 16 == rows_ring_bytes(Cfg::threads, Cfg::unroll, Cfg::in),
+                "the rings are the bytes the launch passes");
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+  extern __shared__ __align__(16) uint4 ring[];  // rows_ring_bytes of dynamic shared memory
+#else
+  __shared__ __align__(16) uint4 ring[kWarps * kStages * kSlot];  // host builds (the emulator)
+#endif
 
   const OperandOut o = a.row;
   const int lane = lane_id();
