@@ -54,13 +54,12 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 }
 
 // Segment path: 8 warps, four 16-byte loads in flight per lane (two for FP32, whose segments are
-// 32 bytes). Lane-owned groups of BF16: 12 warps with two ring slots each (384 threads: one item
-// in flight while the other is encoded; 16 warps' rings hold one item in the 48 KB of static
-// shared memory). Measured on an H200 (bench/quantize_notes.md) against 16 warps of one item, 8 of
-// three, 8 and 16 of two with register caps, and 10 with three CTAs per SM, every preset's x and
-// dY rows at 8192^2 and 16384^2: the best or within 2 % of it but for nvfp4's dY with the amax
-// given (4-5 % behind 12 warps capped at two CTAs per SM, a candidate of the tuner's), 0.99-1.06x
-// the previous choices. FP16: 8 warps with three slots; FP32: 4 warps (4 KiB items).
+// 32 bytes). Lane-owned groups of BF16, two ring slots per warp (one item in flight while the
+// other is encoded): two-level scales (nvfp4, ue5m3) 16 warps (64 KB of rings), the others 12
+// (48 KB). Measured on an H200 (bench/quantize_notes.md) against one, two and three slots on 8 to
+// 32 warps and register caps, every preset's x and dY rows at 8192^2 and 16384^2: the best or
+// within 2 % of it everywhere (32 warps of one slot gain 1-2 % on mxfp4's rows at 16384^2 and lose
+// as much at 8192^2). FP16: 8 warps with three slots; FP32: 4 warps (4 KiB items).
 namespace {
 
 RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
@@ -69,7 +68,7 @@ RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
     c.threads = in == DType::f32 ? 128 : 256;
     c.unroll = 2;
     if (in == DType::bf16) {
-      c.threads = 384;
+      c.threads = s.rule == ScaleRule::two_level ? 512 : 384;
       c.unroll = 1;
     }
     return c;

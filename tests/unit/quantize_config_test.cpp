@@ -94,14 +94,18 @@ TEST(QuantizeConfig, RowsConfigsAskForCtasPerSmAndTakeTheEnvironment) {
   EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), plain);
 }
 
-// The heuristic's rows config: lane-owned groups of BF16 on 12 warps of two ring slots whatever the
-// encoder (two-level, power-of-two, stochastic rounding); FP16 on 8 warps of three, FP32 on 4.
+// The heuristic's rows config: lane-owned groups of BF16 on two ring slots a warp, 16 warps for
+// two-level scales and 12 for the others; FP16 on 8 warps of three, FP32 on 4.
 TEST(QuantizeConfig, RowsHeuristicGivesBf16RingsOfTwoSlots) {
   for (const char* preset : {"nvfp4", "ue5m3", "mxfp4", "tetrajet"}) {
     SCOPED_TRACE(preset);
     const Recipe r = parse_recipe(preset);
-    EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::bf16).text(), "threads=384,unroll=1");
-    EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), "threads=384,unroll=1");
+    const bool two_level = r[Role::x].rule == ScaleRule::two_level;
+    const std::string bf16 = two_level ? "threads=512,unroll=1" : "threads=384,unroll=1";
+    EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::bf16).text(), bf16);
+    EXPECT_EQ(codegen::default_rows_config(r[Role::dy], DType::bf16).text(), bf16);
+    EXPECT_EQ(kern::rows_ring_bytes(two_level ? 512 : 384, 1, kern::InType::bf16),
+              (two_level ? 64 : 48) * 1024);
     EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::f16).text(), "threads=256,unroll=2");
     EXPECT_EQ(codegen::default_rows_config(r[Role::x], DType::f32).text(), "threads=128,unroll=2");
   }
