@@ -201,9 +201,9 @@ std::vector<CudaRowsCandidate> cuda_rows_space(const OperandSpec& op, DType in,
       if (pruned != nullptr) pruned->push_back(pruned_candidate(c.text(), false, e.what()));
     }
   };
-  // 384 threads: BF16 rings of two items at 12 warps, where 16 warps' rings hold one item each
-  // in the 48 KB of static shared memory (nvfp4's x rows waited on every load at 512 threads:
-  // bench/quantize_notes.md, "Where nvfp4's x rows spend their time").
+  // Ring slots per warp are unroll + 1 as far as kern::kRowsRingBytes (96 KB of dynamic shared
+  // memory a CTA) allows: 384 threads fill 48 KB with two BF16 slots a warp, 512 threads 64 KB
+  // (bench/quantize_notes.md, "Rows rings in dynamic shared memory").
   for (int threads : {64, 128, 256, 384, 512, 1024})
     for (int unroll : {1, 2, 4, 8}) consider(codegen::RowsConfig{threads, unroll});
   consider_register_caps(h, consider);
