@@ -107,9 +107,9 @@ class ModuleRegistry {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
     int occupancy_block = 0, occupancy_smem = 0, occupancy = 0;  // the last blocks_per_sm answer
-    int smem_limit = 0;                      // the dynamic shared memory allowed so far
-    long long clusters_key = 0;              // the last max_active_clusters question
-    int clusters = 0;                        // and its answer
+    int smem_limit = 0;          // the dynamic shared memory allowed so far
+    long long clusters_key = 0;  // the last max_active_clusters question
+    int clusters = 0;            // and its answer
   };
   const Driver& d_;
   CUcontext ctx_;

@@ -81,8 +81,9 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   constexpr int kStages = rows_ring_stages(Cfg::threads, Cfg::unroll, Cfg::in);
   constexpr int kSlot = 32 * kLoads;  // 16-byte chunks per ring slot
   static_assert(kStages >= 1, "the warps' rings do not fit the shared-memory budget");
-  static_assert(kWarps * kStages * kSlot * 16 == rows_ring_bytes(Cfg::threads, Cfg::unroll, Cfg::in),
-                "the rings are the bytes the launch passes");
+  static_assert(
+      kWarps * kStages * kSlot * 16 == rows_ring_bytes(Cfg::threads, Cfg::unroll, Cfg::in),
+      "the rings are the bytes the launch passes");
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
   extern __shared__ __align__(16) uint4 ring[];  // rows_ring_bytes of dynamic shared memory
 #else

@@ -114,6 +114,35 @@ TEST(QuantizeConfig, RowsHeuristicGivesBf16RingsOfTwoSlots) {
             "threads=256,unroll=4");
 }
 
+// A lane-group rows launch carries its rings as dynamic shared memory (more than the 48 KB of
+// static shared memory for 16 warps of two slots), the stats pass's too; the segment path's none.
+TEST(QuantizeConfig, RowsLaunchesPassTheirRingsAsDynamicSharedMemory) {
+  const auto fake = [](int i) {
+    return reinterpret_cast<void*>(Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
+  };
+  const auto rows_smem = [&](const char* preset, DType dt) {
+    const Recipe r = parse_recipe(preset);
+    Arena arena;
+    const TensorView src{fake(0), dt, 1024, 4096, 0};
+    QuantizedView out;
+    out.codes = static_cast<std::uint8_t*>(fake(1));
+    out.scales = fake(2);
+    out.tensor_scale = static_cast<float*>(fake(3));
+    out.amax = static_cast<float*>(fake(4));
+    std::vector<int> smem;
+    for (const auto& step :
+         plan_quantize(r, Role::x, src, out, nullptr, QuantizeArgs{}, DeviceInfo{}, arena))
+      if (const auto* l = std::get_if<Launch>(&step); l && l->kernel.op == "quantize_rows")
+        smem.push_back(l->smem);
+    return smem;
+  };
+  // nvfp4: the stats pass and the quantize pass, 16 warps x 2 slots x 2 KiB.
+  EXPECT_EQ(rows_smem("nvfp4", DType::bf16), (std::vector<int>{64 * 1024, 64 * 1024}));
+  EXPECT_EQ(rows_smem("mxfp4", DType::bf16), (std::vector<int>{48 * 1024}));  // 12 x 2 x 2 KiB
+  EXPECT_EQ(rows_smem("mxfp4", DType::f32), (std::vector<int>{48 * 1024}));   // 4 x 3 x 4 KiB
+  EXPECT_EQ(rows_smem("msfp4", DType::bf16).back(), 0);                       // segment path
+}
+
 // The heuristic's CTA size for quantize_tile pairs of 16-bit input on the raw path: 512 threads
 // for 8-bit stochastic rounding and for E8M0-scaled pairs from 2^27 elements (or of unknown size),
 // 256 for the other E8M0 and two-level pairs rounded to nearest and for 16-bit stochastic
@@ -136,9 +165,9 @@ TEST(QuantizeConfig, TileHeuristicSizesCtasByPairCost) {
   EXPECT_EQ(threads("nvfp4", Role::w, Role::wt, DType::bf16, kLarge), 256);  // 16 x 16 blocks
   EXPECT_EQ(threads("nvfp4", Role::dy, Role::dyt, DType::bf16, 4096), 512);  // 8-bit SR, Hadamard
   EXPECT_EQ(threads("ue5m3", Role::dy, Role::dyt, DType::bf16, kLarge), 512);
-  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32, kLarge), 256);  // 64 x 64 tiles
-  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 128);  // xt requantized
-  EXPECT_EQ(threads("tetrajet", Role::w, Role::wt, DType::bf16, kLarge), 128);  // wt requantized
+  EXPECT_EQ(threads("mxfp4", Role::x, Role::xt, DType::f32, kLarge), 256);        // 64 x 64 tiles
+  EXPECT_EQ(threads("tetrajet", Role::x, Role::xt, DType::bf16, kLarge), 128);    // xt requantized
+  EXPECT_EQ(threads("tetrajet", Role::w, Role::wt, DType::bf16, kLarge), 128);    // wt requantized
   EXPECT_EQ(threads("tetrajet", Role::dy, Role::dyt, DType::bf16, kLarge), 256);  // 16-bit SR
   // A transposed operand alone: 256 threads; from the packed BF16 encoder with the register cap
   // of one CTA per SM asked (two fit), where the kernel's own rule would ask for three.
