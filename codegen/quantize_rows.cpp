@@ -63,19 +63,9 @@ void RowsConfig::validate(const OperandSpec& s, DType in) const {
 namespace {
 
 RowsConfig heuristic_rows_config(const OperandSpec& s, DType in) {
-  RowsConfig c;
-  if (lane_groups(s)) {
-    c.threads = in == DType::f32 ? 128 : 256;
-    c.unroll = 2;
-    if (in == DType::bf16) {
-      c.threads = s.rule == ScaleRule::two_level ? 512 : 384;
-      c.unroll = 1;
-    }
-    return c;
-  }
-  c.threads = 256;
-  c.unroll = in == DType::f32 ? 2 : 4;
-  return c;
+  if (!lane_groups(s)) return RowsConfig{256, in == DType::f32 ? 2 : 4};
+  if (in == DType::bf16) return RowsConfig{s.rule == ScaleRule::two_level ? 512 : 384, 1};
+  return RowsConfig{in == DType::f32 ? 128 : 256, 2};
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ TEST_F(FakeTimerTest, GpuTimerRepeatsARunWhoseEnqueueOutlastedTheLead) {
   };
   timer.ms(slow);  // outlasts the lead: run again with a lead of twice the enqueue
   EXPECT_EQ(runs, 2);
+  EXPECT_GE(timer.last_host_ms(), before);  // the enqueue of the run timed
   EXPECT_EQ(calls("cuLaunchKernel"), 2);
   EXPECT_EQ(timer.uncovered(), 1);
   EXPECT_GE(timer.lead_ms(), 4.0 * before);
