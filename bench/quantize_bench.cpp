@@ -1,7 +1,7 @@
 // quantize_bench: the CUDA quantize kernels on the device, and their compile and cache times.
 //
 //   quantize_bench bench [--sizes 8192,16384] [--presets a,b] [--modes rows,pair] [--reps N]
-//                        [--json FILE]
+//                        [--amax-out needed|all] [--json FILE]
 //       BF16 -> FP4 for every preset: row-wise (x) and both copies from one read (x/xt, dy/dyt),
 //       median of CUDA-event timings over >= 2 rotating input buffers (> 120 MB, beyond L2),
 //       after warm-up; effective GB/s = (input bytes + output bytes) / time, beside the measured
@@ -12,6 +12,11 @@
 //       cuda::GpuTimer, so the GPU time is measured without the host's planning and enqueueing;
 //       the host's time is printed beside it), and the same calls back to back (events between
 //       them, as a training step enqueues its work).
+//       --amax-out: which calls also write the input's amax (QuantizedView::amax): `needed` (the
+//       default) those of two-level operands, whose amax a delayed-scaling step records for the
+//       next one (and which the "amax" rows take from the first rows' output), none for the
+//       others, as fp4jit's linear step asks; `all` every call (an extra reduction per element
+//       and, where no stats pass computes it, a zeroing launch per call).
 //   quantize_bench compile-times [--json FILE]
 //       cold NVRTC compile of every kernel of every preset (BF16), no cache.
 //   quantize_bench cache-load --cache DB [--json FILE]
@@ -78,12 +83,12 @@ struct Outputs {
         value(occ ? l.rows * l.cols / 8 * 4 : 4),
         count(8),
         capacity(occ ? l.rows * l.cols / 8 : 0) {}
-  QuantizedView view() {
+  QuantizedView view(bool with_amax) {
     QuantizedView v;
     v.codes = codes.get<std::uint8_t>();
     v.scales = scales.get();
     v.tensor_scale = tensor_scale.get<float>();
-    v.amax = amax.get<float>();
+    v.amax = with_amax ? amax.get<float>() : nullptr;
     v.residual_index = index.get<std::int64_t>();
     v.residual_value = value.get<float>();
     v.residual_count = count.get<std::int64_t>();
@@ -137,6 +142,9 @@ int run_bench(const std::vector<std::string>& args) {
   for (const auto& s : split(arg(args, "--sizes", "8192,16384"), ','))
     sizes.push_back(std::stoll(s));
   const int reps_arg = std::stoi(arg(args, "--reps", "0"));
+  const std::string amax_out = arg(args, "--amax-out", "needed");
+  if (amax_out != "needed" && amax_out != "all")
+    throw std::runtime_error("--amax-out: '" + amax_out + "' (valid: needed, all)");
   // Comma-separated filters (empty: everything).
   const std::vector<std::string> presets_arg = split(arg(args, "--presets", ""), ',');
   const std::vector<std::string> modes_arg = split(arg(args, "--modes", ""), ',');
@@ -191,6 +199,8 @@ int run_bench(const std::vector<std::string>& args) {
         // Two-level operands a second time with the amax given (delayed scaling: one pass),
         // the amax of the first runs' outputs.
         const bool two_level = recipe[m.role].rule == ScaleRule::two_level;
+        const bool amax_row = amax_out == "all" || two_level;
+        const bool amax_col = amax_out == "all" || recipe[partner].rule == ScaleRule::two_level;
         cuda::DeviceBuffer amax_in(8);
         for (const bool given : {false, true}) {
           if (given && !two_level) break;
@@ -214,9 +224,10 @@ int run_bench(const std::vector<std::string>& args) {
               qa.amax_transposed = amax_in.get<float>() + 1;
             }
             if (m.pair)
-              engine.quantize_pair(recipe, m.role, in, out[b].view(), out_t[b].view(), qa);
+              engine.quantize_pair(recipe, m.role, in, out[b].view(amax_row),
+                                   out_t[b].view(amax_col), qa);
             else
-              engine.quantize(recipe, m.role, in, out[b].view(), qa);
+              engine.quantize(recipe, m.role, in, out[b].view(amax_row), qa);
           };
           std::vector<double> ms, host_us;
           for (int i = 0; i < reps + 3; ++i) {
@@ -238,7 +249,7 @@ int run_bench(const std::vector<std::string>& args) {
           const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
                                      (m.pair ? out_t[0].bytes(lc) : 0);
           cuda::Arena counting;
-          QuantizedView qv = out[0].view(), qt = out_t[0].view();
+          QuantizedView qv = out[0].view(amax_row), qt = out_t[0].view(amax_col);
           const TensorView in0{inputs[0].get(), DType::bf16, n, n, 0};
           QuantizeArgs pa{};
           if (given) {
