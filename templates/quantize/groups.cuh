@@ -112,34 +112,46 @@ FP4JIT_DEV u32 funnel_l4(u32 lo, u32 hi) {  // (hi << 4) | (lo >> 28)
 #endif
 }
 
-// Per-kernel constants of two-level scaling: s_enc * (1 / elem_max) and 1 / s_enc.
+// Per-kernel constants of two-level scaling: s_enc * (1 / elem_max) and 1 / s_enc; factors, where
+// not null, holds two_level_factor of every 8-bit block-scale code (a CTA's shared-memory table:
+// one load instead of a decode, a multiply and a reciprocal per block).
 struct TwoLevel {
   float to_block;
   float global_decode;
+  const float* factors = nullptr;
 };
 template <class Op>
 FP4JIT_DEV TwoLevel two_level_consts(float s_enc) {
   return TwoLevel{nx::mul_rn(s_enc, nx::div_rn(1.0f, elem_max(Op::elem))), nx::div_rn(1.0f, s_enc)};
 }
+// Whether Op's block scales are two-level 8-bit codes with 3 mantissa bits (UE4M3, UE5M3), whose
+// factors a 256-entry table holds.
+template <class Op>
+FP4JIT_CONSTEXPR bool two_level_codes() {
+  return Op::rule == Rule::two_level && Op::scale != ScaleFmt::e8m0 && Op::scale != ScaleFmt::fp32;
+}
+// The factor that scales a block of scale code `code` (a finite code of Op's format).
+template <class Op>
+FP4JIT_DEV float two_level_factor(u32 code, const TwoLevel& tl) {
+  const nx::MiniFloat fmt = scale_minifloat(Op::scale);
+  return nx::min_f(rcp_rn(nx::mul_rn(nx::umf3_decode(fmt, code), tl.global_decode)), nx::kFloatMax);
+}
 
 // block_scale<Op> for a block's stat word, with two-level UE4M3/UE5M3 scales from the bits.
 template <class Op>
 FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
-  if constexpr (Op::rule == Rule::two_level) {
+  if constexpr (two_level_codes<Op>()) {
     // UE4M3 and the UE5M3 variants: unsigned, 3 mantissa bits.
-    if constexpr (Op::scale != ScaleFmt::e8m0 && Op::scale != ScaleFmt::fp32) {
-      const nx::MiniFloat fmt = scale_minifloat(Op::scale);
-      BlockScale out{0u, 0.0f, 1.0f, false, false};
-      if (stat == kNonFinite) {
-        out.nan = true;
-        out.code = nx::mf_has_nan(fmt) ? nx::mf_nan_code(fmt) : nx::mf_max_code(fmt);
-        return out;
-      }
-      out.code = nx::umf3_encode_even_sat(fmt, nx::mul_rn(nx::bits_float(stat), tl.to_block));
-      out.factor = nx::min_f(rcp_rn(nx::mul_rn(nx::umf3_decode(fmt, out.code), tl.global_decode)),
-                             nx::kFloatMax);
+    const nx::MiniFloat fmt = scale_minifloat(Op::scale);
+    BlockScale out{0u, 0.0f, 1.0f, false, false};
+    if (stat == kNonFinite) {
+      out.nan = true;
+      out.code = nx::mf_has_nan(fmt) ? nx::mf_nan_code(fmt) : nx::mf_max_code(fmt);
       return out;
     }
+    out.code = nx::umf3_encode_even_sat(fmt, nx::mul_rn(nx::bits_float(stat), tl.to_block));
+    out.factor = tl.factors != nullptr ? tl.factors[out.code] : two_level_factor<Op>(out.code, tl);
+    return out;
   }
   return block_scale<Op>(stat, s_enc);
 }

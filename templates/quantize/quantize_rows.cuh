@@ -105,6 +105,24 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
     s_enc = operand_s_enc<Op>(o);
     tl = two_level_consts<Op>(s_enc);
   }
+  if constexpr (!kStats && two_level_codes<Op>()) {
+    // Every scale code's factor, once per CTA (before any warp may leave).
+    __shared__ float factors[256];
+    for (int i = static_cast<int>(threadIdx.x); i < 256; i += Cfg::threads)
+      factors[i] = two_level_factor<Op>(static_cast<u32>(i), tl);
+    __syncthreads();
+    tl.factors = factors;
+  }
+  // A lane whose kPerLane elements are all in range stores their codes with one 16-byte store and
+  // its blocks' scale codes together (quantize_group's deferred codes), where the layout allows:
+  // the row's checks, addresses and stores once per item instead of once per group.
+  constexpr bool kDeferred = !kStats && scale_is_code(Op::scale);
+  constexpr int kLaneScales = kPerLane / Op::block_cols;
+  const bool codes16 =
+      (reinterpret_cast<unsigned long long>(o.codes) & 15u) == 0u && o.row_bytes % 16 == 0;
+  const bool scales16 = kLaneScales == 2 &&
+                        (reinterpret_cast<unsigned long long>(o.scales) & 1u) == 0u &&
+                        o.scale_cols % 2 == 0;
   const bool want_max =
       kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
   u32 global_max = 0u;
@@ -175,6 +193,53 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
     if constexpr (Op::occ) {
       lo = o.lohi[2 * r];
       hi = o.lohi[2 * r + 1];
+    }
+    if constexpr (kDeferred) {
+      if (codes16 && vector_ok && c0 + kPerLane <= cols) {
+        u32 words[kPerLane / 8];
+        u32 scales[kLaneScales];
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+          const i64 cg = c0 + g * kG;
+          float v[kG];
+          u32 m[kG / Op::block_cols];
+          const bool stats_given = group_from_chunks<Op, Cfg::in>(cur, g, v, m);
+          if constexpr (Op::occ) {
+#pragma unroll
+            for (int e = 0; e < kG; ++e) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
+          }
+          GroupCodes<Op> gc;
+          if constexpr (packed_pow2<Op, Cfg::in>()) {
+            u32 p[kG / 2];
+            pairs_from_chunks<Op>(cur, g, p);
+            quantize_group<Op, false, false, true, true>(v, stats_given, m, r, cg, kG, o, s_enc, tl,
+                                                         a.seed, a.offset, want_max, global_max, p,
+                                                         true, &gc);
+          } else {
+            quantize_group<Op, false, false, false, true>(v, stats_given, m, r, cg, kG, o, s_enc,
+                                                          tl, a.seed, a.offset, want_max,
+                                                          global_max, nullptr, true, &gc);
+          }
+#pragma unroll
+          for (int w = 0; w < kG / 8; ++w) words[g * (kG / 8) + w] = gc.words[w];
+#pragma unroll
+          for (int b = 0; b < kG / Op::block_cols; ++b)
+            scales[g * (kG / Op::block_cols) + b] = gc.scales[b];
+        }
+        static_assert(kPerLane / 8 == 4, "a lane's codes: one 16-byte store");
+        *reinterpret_cast<uint4*>(o.codes + r * o.row_bytes + (c0 >> 1)) =
+            uint4{words[0], words[1], words[2], words[3]};
+        u8* sc = static_cast<u8*>(o.scales) + block_index<Op>(r, c0, o.scale_cols);
+        if (scales16) {
+          *reinterpret_cast<u16*>(sc) =
+              static_cast<u16>(scales[0] | (scales[1 % kLaneScales] << 8));
+        } else {
+#pragma unroll
+          for (int b = 0; b < kLaneScales; ++b) sc[b] = static_cast<u8>(scales[b]);
+        }
+        at.next();
+        continue;
+      }
     }
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {

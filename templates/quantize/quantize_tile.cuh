@@ -273,7 +273,32 @@ struct OperandConsts {
     }
     want_max = kStats ? o.amax_bits != nullptr : (o.amax_out != nullptr && o.amax_bits == nullptr);
   }
+  // Whether this pass scales Op's blocks by two-level codes, whose factors a table holds.
+  static constexpr bool kTable = Cfg::phase == Phase::quantize && kUsed && two_level_codes<Op>();
+  // Every scale code's factor into `table` (a CTA's shared memory, 256 entries where kTable), read
+  // by group_scale from then on; the CTA syncs before any thread encodes.
+  FP4JIT_DEV void fill_factors(float* table) {
+    if constexpr (kTable) {
+      for (int i = static_cast<int>(threadIdx.x); i < 256; i += Cfg::threads)
+        table[i] = two_level_factor<Op>(static_cast<u32>(i), tl);
+      tl.factors = table;
+    }
+  }
 };
+
+// The row and column operands' factor tables of a quantize_tile pass (the CTA syncs once after).
+template <class Pass>
+FP4JIT_DEV void tile_factor_tables(Pass& pass) {
+  using Row = decltype(pass.row);
+  using Col = decltype(pass.col);
+  if constexpr (Row::kTable || Col::kTable) {
+    __shared__ float row_factors[Row::kTable ? 256 : 1];
+    __shared__ float col_factors[Col::kTable ? 256 : 1];
+    pass.row.fill_factors(row_factors);
+    pass.col.fill_factors(col_factors);
+    __syncthreads();
+  }
+}
 
 // What both paths of a quantize_tile pass derive from the arguments: the tile grid and each
 // operand's constants.
@@ -512,7 +537,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   constexpr WarpRange kSumWarps = sum_warps(Cfg::threads / 32, kHalves, kColUnits, kRowUnits);
   __shared__ __align__(16) uint4 ring[kStages * kChunks];
 
-  const TilePass<Cfg> pass(a);
+  TilePass<Cfg> pass(a);
+  tile_factor_tables(pass);
   // Double quantization's kernels (at their register cap) keep the walk in 64-bit arithmetic:
   // with 32-bit moves ptxas held it in vector registers there and spilled (tetrajet's x pair).
   using Walk = typename TilePass<Cfg>::template WalkOf<typename Pick<kRequant, i64, int>::type>;
@@ -849,7 +875,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   __shared__ BlockScale row_col_scales[ColumnScales<Cfg, RowOp, false>::kSize];
   __shared__ BlockScale col_col_scales[ColumnScales<Cfg, ColOp, true>::kSize];
 
-  const TilePass<Cfg> pass(a);
+  TilePass<Cfg> pass(a);
+  tile_factor_tables(pass);
   const i64 tiles = pass.tiles;
   const bool vector_ok = a.vector_ok != 0u;
   const char* in = static_cast<const char*>(a.in);
