@@ -112,14 +112,28 @@ FP4JIT_DEV u32 funnel_l4(u32 lo, u32 hi) {  // (hi << 4) | (lo >> 28)
 #endif
 }
 
-// Per-kernel constants of two-level scaling: s_enc * (1 / elem_max) and 1 / s_enc; factors, where
-// not null, holds two_level_factor of every 8-bit block-scale code (a CTA's shared-memory table:
-// one load instead of a decode, a multiply and a reciprocal per block).
+// Per-kernel constants of two-level scaling: s_enc * (1 / elem_max) and 1 / s_enc; for operands
+// with two-level scale codes (two_level_codes), factors is the CTA's shared-memory table of
+// two_level_factor for every 8-bit code, which every quantize pass of such an operand fills first
+// (rows_groups, tile_factor_tables): one load instead of a decode, a multiply and a reciprocal per
+// block.
 struct TwoLevel {
   float to_block;
   float global_decode;
   const float* factors = nullptr;
 };
+// factors[code] from shared memory.
+FP4JIT_DEV float shared_factor(const float* factors, u32 code) {
+#if defined(__CUDA_ARCH__)
+  float f;
+  asm("ld.shared.f32 %0, [%1];"
+      : "=f"(f)
+      : "r"(static_cast<u32>(__cvta_generic_to_shared(factors)) + 4u * code));
+  return f;
+#else
+  return factors[code];
+#endif
+}
 template <class Op>
 FP4JIT_DEV TwoLevel two_level_consts(float s_enc) {
   return TwoLevel{nx::mul_rn(s_enc, nx::div_rn(1.0f, elem_max(Op::elem))), nx::div_rn(1.0f, s_enc)};
@@ -150,7 +164,7 @@ FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
       return out;
     }
     out.code = nx::umf3_encode_even_sat(fmt, nx::mul_rn(nx::bits_float(stat), tl.to_block));
-    out.factor = tl.factors != nullptr ? tl.factors[out.code] : two_level_factor<Op>(out.code, tl);
+    out.factor = shared_factor(tl.factors, out.code);
     return out;
   }
   return block_scale<Op>(stat, s_enc);
