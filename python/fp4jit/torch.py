@@ -35,6 +35,7 @@ from . import _arrays, _lib
 __all__ = ["Linear", "convert", "fake_quantize", "set_first_microbatch"]
 
 _ROLE_INDEX = {"x": 1, "w": 2, "dy": 3}
+_NO_SEEDS = {role: 0 for role in _ROLE_INDEX}  # a step of a recipe that rounds nothing stochastically
 _layer_ids = itertools.count()
 _engines = {}
 
@@ -570,7 +571,9 @@ class Linear(nn.Linear):
         else:
             kept = _weights_for(self, weight, bool(first))
         seed_step = _graph_seed_step(self, backward, x2.device) if x2.is_cuda else None
-        y = _LinearFunction.apply(x2, weight, bias, self, self.seeds(), backward, kept, seed_step)
+        # Seeds only where an operand rounds stochastically (nothing else reads them).
+        seeds = self.seeds() if self._plan(None).seeded_step else _NO_SEEDS
+        y = _LinearFunction.apply(x2, weight, bias, self, seeds, backward, kept, seed_step)
         if self.training and grad:
             self.step += 1
         return y if flat else y.reshape(*shape[:-1], self.out_features)

@@ -234,6 +234,22 @@ class Training(unittest.TestCase):
         self.assertEqual(layer.step, 2)
         torch.testing.assert_close(y_eval, outputs[0], rtol=0, atol=0)
 
+    def test_seeds_made_only_where_a_recipe_rounds_stochastically(self):
+        # mxfp4 rounds every operand to nearest: a step makes no seeds (its results are those of
+        # any seeds, LinearVsFakeQuant's reference uses the layer's); nvfp4 rounds dY
+        # stochastically: every training step makes them.
+        device = DEVICES[-1]
+        x = torch.randn(64, 128, device=device)
+        dy = torch.randn(64, 64, device=device)
+        for recipe, want in (("mxfp4", 0), ("nvfp4", 2)):
+            layer = fp4.Linear(128, 64, recipe=recipe, device=device)
+            made = []
+            seeds = layer.seeds
+            layer.seeds = lambda step=None, seeds=seeds, made=made: made.append(step) or seeds(step)
+            for _ in range(2):
+                layer(x).backward(dy)
+            self.assertEqual(len(made), want, recipe)
+
     def test_one_call_step_equals_per_operation_calls(self):
         """The layer's one-call-each-way path (Engine.linear_forward / linear_backward) and its
         per-operation path (quantize_pair + gemm) give the same bytes, ragged tokens included, but
