@@ -81,6 +81,18 @@ namespace {
 TileConfig heuristic_tile_config(const OperandSpec* row, const OperandSpec* col, DType in,
                                  std::int64_t elements) {
   TileConfig c;
+  // A two-level operand alone, rounded to nearest, of 16-bit input (nvfp4's and ue5m3's w, wt,
+  // xt quantized by themselves) and fewer than 2^27 elements: CTAs of 128 threads, the tuner's
+  // winners on LLaMA-7B's eight such problems at 8192 tokens on an H200 (16-90 M elements,
+  // 1.04-1.10x 256 threads; bench/tune_notes.md); larger or unknown sizes keep 256 (not
+  // measured).
+  const OperandSpec* alone = row == nullptr ? col : (col == nullptr ? row : nullptr);
+  const bool small_two_level_alone =
+      alone != nullptr && alone->rule == ScaleRule::two_level &&
+      (alone->scale == ScaleFormat::ue4m3 || alone->scale == ScaleFormat::ue5m3) &&
+      alone->round != Round::stochastic && in != DType::f32 && elements > 0 &&
+      elements < (std::int64_t{1} << 27);
+  if (small_two_level_alone) c.threads = 128;
   if (raw_tile(row) && raw_tile(col)) {
     c.tile_cols = in == DType::f32 ? 64 : 128;
     // Pairs of 16-bit input, by what their tiles cost (measured on an H200 at 8192^2 and 16384^2,

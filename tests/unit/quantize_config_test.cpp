@@ -181,6 +181,21 @@ TEST(QuantizeConfig, TileHeuristicSizesCtasByPairCost) {
             "threads=256,tile=64x128");  // two-level, Hadamard
   EXPECT_EQ(codegen::default_tile_config(nullptr, &tj[Role::wt], DType::bf16).min_blocks,
             0);  // stochastic rounding
+  // A two-level operand alone rounded to nearest below 2^27 elements: 128 threads; larger, of
+  // unknown size, with FP32 input or stochastic rounding: 256.
+  const Recipe ue = parse_recipe("ue5m3");
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::xt], DType::bf16, kSmall).text(),
+            "threads=128,tile=64x128");
+  EXPECT_EQ(codegen::default_tile_config(&nv[Role::w], nullptr, DType::bf16, 4096 * 4096).text(),
+            "threads=128,tile=64x64");
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &ue[Role::wt], DType::f16, kSmall).threads, 128);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::xt], DType::bf16, k8192).threads, 128);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::xt], DType::bf16, kLarge).threads, 256);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::xt], DType::bf16).threads, 256);
+  EXPECT_EQ(codegen::default_tile_config(&nv[Role::w], nullptr, DType::f32, kSmall).threads, 256);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &nv[Role::dyt], DType::bf16, kSmall).threads,
+            256);
+  EXPECT_EQ(codegen::default_tile_config(nullptr, &mx[Role::xt], DType::bf16, kSmall).threads, 256);
   // A pair's plan launches what the heuristic says for its source's size.
   const auto fake = [](int i) {
     return reinterpret_cast<void*>(Arena::kCountingBase * 2 + std::uintptr_t(i) * 4096);
