@@ -198,10 +198,32 @@ FP4JIT_CONSTEXPR u32 pack_const() {
   return c;
 }
 
+// (a & ~m) | (b & m), one LOP3 with m in a register (from the C++ form the compiler folded the
+// constant parts of m into immediates: three instructions).
+FP4JIT_DEV u32 bitselect(u32 a, u32 b, u32 m) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xD8;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
+  return d;
+#else
+  return (a & ~m) | (b & m);
+#endif
+}
+// The sign bits of eight BF16 elements held as pair words raw[j] = (element 2j, element 2j + 1),
+// at bit 4e + 3 for element e (other bits junk, masked by the caller): each sign byte replicated
+// by PRMT, then gathered, even elements to bit 3 of byte e / 2, odd ones to bit 7.
+FP4JIT_DEV u32 bf16_signs8(const u32* raw) {
+  const u32 t0 = nx::prmt(raw[0], raw[1], 0xfdb9u);  // signs of elements 0, 1, 2, 3
+  const u32 t1 = nx::prmt(raw[2], raw[3], 0xfdb9u);  // 4, 5, 6, 7
+  return bitselect(nx::prmt(t0, t1, 0x6420u), nx::prmt(t0, t1, 0x7531u), 0x80808080u);
+}
+
 // One word of 8 codes from 8 scaled values s_j and their random bits. Shifts are written as
-// multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic).
-template <class Op>
-FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
+// multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic). kRawSigns: the
+// signs come from the elements' BF16 inputs raw (bf16_signs8), whose signs the scaled values keep
+// (a positive factor, nothing applied before), instead of one funnel shift each.
+template <class Op, bool kRawSigns = false>
+FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw = nullptr) {
   constexpr int kShift = q_shift<Op>();
   u32 qsum = 0u, ksum = 0u, signs = 0u;
 #pragma unroll
@@ -217,8 +239,9 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8]) {
       qsum += (q >> kShift) * (1u << (4 * j));
     // (kb >> 22) << 4j, exact: kb's low 23 bits are zero.
     ksum += 4 * j <= 22 ? nx::umulhi_hd(kb, 1u << (4 * j + 10)) : kb * (1u << (4 * j - 22));
-    signs = funnel_l4(nx::float_bits(s[j]), signs);  // sign at bit 4j + 3
+    if constexpr (!kRawSigns) signs = funnel_l4(nx::float_bits(s[j]), signs);  // bit 4j + 3
   }
+  if constexpr (kRawSigns) signs = bf16_signs8(raw);
   return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
 }
 
@@ -228,17 +251,6 @@ FP4JIT_DEV u32 rotr(u32 x, u32 k) {
   return __funnelshift_r(x, x, k);
 #else
   return (x >> k) | (x << (32u - k));
-#endif
-}
-// (a & ~m) | (b & m), one LOP3 with m in a register (from the C++ form the compiler folded the
-// constant parts of m into immediates: three instructions).
-FP4JIT_DEV u32 bitselect(u32 a, u32 b, u32 m) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xD8;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
-  return d;
-#else
-  return (a & ~m) | (b & m);
 #endif
 }
 // A 16 x 16 matrix of 4-bit codes held a row per lane by 16 consecutive lanes (lane16 = i: row i,
@@ -308,9 +320,10 @@ FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
 // Codes of one block of kB elements (kB / 8 words) with its scale; NaN blocks give zeros;
 // ms_pow2 blocks holding NaN or Inf (scaled by 1, where NaN must give 0 and Inf saturate) take
 // the per-element encoder.
-template <class Op, int kB>
+// kRawSigns: raw holds the block's BF16 input as kB / 2 pair words (pack_word).
+template <class Op, int kB, bool kRawSigns = false>
 FP4JIT_DEV void encode_block(const float* v, const BlockScale& b, bool nonfinite, const u32* r,
-                             u32* words) {
+                             u32* words, const u32* raw = nullptr) {
   if (b.nan) {
 #pragma unroll
     for (int w = 0; w < kB / 8; ++w) words[w] = 0u;
@@ -335,7 +348,7 @@ FP4JIT_DEV void encode_block(const float* v, const BlockScale& b, bool nonfinite
       s[j] = apply_scale<Op>(v[8 * w + j], b);
       rr[j] = r[8 * w + j];
     }
-    words[w] = pack_word<Op>(s, rr);
+    words[w] = pack_word<Op, kRawSigns>(s, rr, kRawSigns ? raw + 4 * w : nullptr);
   }
 }
 
@@ -463,13 +476,16 @@ FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32*
 // pass): v becomes the values the codes stand for (segment.cuh requant_value), 0 past the n in
 // range. kPairs (packed_pow2 operands): the codes come from `pairs` (pairs_from_chunks' layout) by
 // the packed encoder, and v is not read. kDefer: the codes and scale codes go to *deferred, not
-// to memory (the caller stores them).
+// to memory (the caller stores them). kRawSigns (not with kPairs): `pairs` holds the group's BF16
+// input as kG / 2 words in element order, v its widened values (nothing applied), and the codes'
+// signs come from it (pack_word).
 template <class Op>
 struct GroupCodes {
   u32 words[group_size<Op>() / 8];                // codes, element e at nibble e % 8 of word e / 8
   u32 scales[group_size<Op>() / Op::block_cols];  // scale codes (code-format scales)
 };
-template <class Op, bool kStats, bool kRequant = false, bool kPairs = false, bool kDefer = false>
+template <class Op, bool kStats, bool kRequant = false, bool kPairs = false, bool kDefer = false,
+          bool kRawSigns = false>
 FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                u32 (&m)[group_size<Op>() / Op::block_cols], i64 r, i64 c0, int n,
                                const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
@@ -513,7 +529,9 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
       if constexpr (kPairs)
         encode_block_pairs<Op, kB>(pairs + b * (kB / 2), sc, rb + b * kB, words + b * (kB / 8));
       else
-        encode_block<Op, kB>(v + b * kB, sc, stat == kNonFinite, rb + b * kB, words + b * (kB / 8));
+        encode_block<Op, kB, kRawSigns>(v + b * kB, sc, stat == kNonFinite, rb + b * kB,
+                                        words + b * (kB / 8),
+                                        kRawSigns ? pairs + b * (kB / 2) : nullptr);
       if constexpr (kDefer)
         deferred->scales[b] = sc.code;
       else if (c0 + b * kB < c0 + n && r % Op::block_rows == 0)  // a block's first row stores it

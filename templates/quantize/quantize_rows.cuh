@@ -117,6 +117,9 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   // its blocks' scale codes together (quantize_group's deferred codes), where the layout allows:
   // the row's checks, addresses and stores once per item instead of once per group.
   constexpr bool kDeferred = !kStats && scale_is_code(Op::scale);
+  // Codes' signs from the BF16 input itself where the encoded values are that input scaled by a
+  // positive factor (no Hadamard, no OCC clamp: quantize_group's kRawSigns).
+  constexpr bool kRawSigns = Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
   constexpr int kLaneScales = kPerLane / Op::block_cols;
   const bool codes16 =
       (reinterpret_cast<unsigned long long>(o.codes) & 15u) == 0u && o.row_bytes % 16 == 0;
@@ -215,6 +218,17 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
             quantize_group<Op, false, false, true, true>(v, stats_given, m, r, cg, kG, o, s_enc, tl,
                                                          a.seed, a.offset, want_max, global_max, p,
                                                          true, &gc);
+          } else if constexpr (kRawSigns) {
+            u32 raw[kG / 2];  // the group's BF16 input, element order
+#pragma unroll
+            for (int w = 0; w < kG / 2; ++w) {
+              const uint4& u = cur[(g * (kG / 2) + w) / 4];
+              const int k = (g * (kG / 2) + w) % 4;
+              raw[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
+            }
+            quantize_group<Op, false, false, false, true, true>(
+                v, stats_given, m, r, cg, kG, o, s_enc, tl, a.seed, a.offset, want_max, global_max,
+                raw, true, &gc);
           } else {
             quantize_group<Op, false, false, false, true>(v, stats_given, m, r, cg, kG, o, s_enc,
                                                           tl, a.seed, a.offset, want_max,
