@@ -150,6 +150,14 @@ FP4JIT_DEV float two_level_factor(u32 code, const TwoLevel& tl) {
   const nx::MiniFloat fmt = scale_minifloat(Op::scale);
   return nx::min_f(rcp_rn(nx::mul_rn(nx::umf3_decode(fmt, code), tl.global_decode)), nx::kFloatMax);
 }
+// Fills `table` (a CTA's shared memory, 256 entries) with every code's factor, the CTA's kThreads
+// threads sharing the work, and points tl at it; the caller syncs the CTA before any thread reads.
+template <class Op, int kThreads>
+FP4JIT_DEV void fill_factor_table(float* table, TwoLevel& tl) {
+  for (int i = static_cast<int>(threadIdx.x); i < 256; i += kThreads)
+    table[i] = two_level_factor<Op>(static_cast<u32>(i), tl);
+  tl.factors = table;
+}
 
 // block_scale<Op> for a block's stat word, with two-level UE4M3/UE5M3 scales from the bits.
 template <class Op>

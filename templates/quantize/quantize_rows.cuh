@@ -60,6 +60,55 @@ FP4JIT_DEV int ring_slot(int g) {
   return g ^ ((g / kLoads) & 7);
 }
 
+// Group g of a lane's item of the lane-group path (rows_groups): its first n elements in range,
+// from the lane's 16-byte chunks `cur`, starting at operand element (r, c0 + g * group size):
+// values, OCC clamp, codes and scale codes. kDefer (quantize pass, code scales): the codes go to
+// *gc and the caller stores the lane's whole item; else they are stored per group.
+template <class Cfg, bool kDefer, int kLoads>
+FP4JIT_DEV void rows_group(const uint4 (&cur)[kLoads], int g, int n, i64 r, i64 c0, float lo,
+                           float hi, const OperandOut& o, const QuantizeArgs& a, float s_enc,
+                           const TwoLevel& tl, bool want_max, u32& global_max,
+                           GroupCodes<typename Cfg::Op>* gc) {
+  using Op = typename Cfg::Op;
+  constexpr bool kStats = Cfg::phase == Phase::stats;
+  constexpr int kG = group_size<Op>();
+  // Codes' signs from the BF16 input itself where the encoded values are that input scaled by a
+  // positive factor (no Hadamard, no OCC clamp: quantize_group's kRawSigns), on the stored-at-once
+  // path.
+  constexpr bool kRawSigns = kDefer && Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
+  const i64 cg = c0 + g * kG;
+  float v[kG];
+  u32 m[kG / Op::block_cols];
+  const bool stats_given = group_from_chunks<Op, Cfg::in>(cur, g, v, m);
+  if constexpr (Op::occ) {
+#pragma unroll
+    for (int e = 0; e < kG; ++e)
+      if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
+  }
+  if constexpr (packed_pow2<Op, Cfg::in>()) {
+    u32 p[kG / 2];
+    pairs_from_chunks<Op>(cur, g, p);
+    quantize_group<Op, kStats, false, true, kDefer>(v, stats_given, m, r, cg, n, o, s_enc, tl,
+                                                    a.seed, a.offset, want_max, global_max, p,
+                                                    kDefer, gc);
+  } else if constexpr (kRawSigns) {
+    u32 raw[kG / 2];  // the group's BF16 input, element order
+#pragma unroll
+    for (int w = 0; w < kG / 2; ++w) {
+      const uint4& u = cur[(g * (kG / 2) + w) / 4];
+      const int k = (g * (kG / 2) + w) % 4;
+      raw[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
+    }
+    quantize_group<Op, kStats, false, false, true, true>(v, stats_given, m, r, cg, n, o, s_enc, tl,
+                                                         a.seed, a.offset, want_max, global_max,
+                                                         raw, true, gc);
+  } else {
+    quantize_group<Op, kStats, false, false, kDefer>(v, stats_given, m, r, cg, n, o, s_enc, tl,
+                                                     a.seed, a.offset, want_max, global_max,
+                                                     nullptr, kDefer, gc);
+  }
+}
+
 // The lane-owned-group path (quantize/groups.cuh): item = one row's chunk of 32 x kPerLane
 // elements, each lane kPerLane consecutive ones (whole groups). Items stream through a ring of
 // kStages slots per warp in shared memory (cp.async, coalesced, zero-filled past the row's end),
@@ -108,18 +157,13 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
   if constexpr (!kStats && two_level_codes<Op>()) {
     // Every scale code's factor, once per CTA (before any warp may leave).
     __shared__ float factors[256];
-    for (int i = static_cast<int>(threadIdx.x); i < 256; i += Cfg::threads)
-      factors[i] = two_level_factor<Op>(static_cast<u32>(i), tl);
+    fill_factor_table<Op, Cfg::threads>(factors, tl);
     __syncthreads();
-    tl.factors = factors;
   }
   // A lane whose kPerLane elements are all in range stores their codes with one 16-byte store and
   // its blocks' scale codes together (quantize_group's deferred codes), where the layout allows:
   // the row's checks, addresses and stores once per item instead of once per group.
   constexpr bool kDeferred = !kStats && scale_is_code(Op::scale);
-  // Codes' signs from the BF16 input itself where the encoded values are that input scaled by a
-  // positive factor (no Hadamard, no OCC clamp: quantize_group's kRawSigns).
-  constexpr bool kRawSigns = Cfg::in == InType::bf16 && Op::had == 0 && !Op::occ;
   constexpr int kLaneScales = kPerLane / Op::block_cols;
   const bool codes16 =
       (reinterpret_cast<unsigned long long>(o.codes) & 15u) == 0u && o.row_bytes % 16 == 0;
@@ -203,37 +247,9 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
         u32 scales[kLaneScales];
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
-          const i64 cg = c0 + g * kG;
-          float v[kG];
-          u32 m[kG / Op::block_cols];
-          const bool stats_given = group_from_chunks<Op, Cfg::in>(cur, g, v, m);
-          if constexpr (Op::occ) {
-#pragma unroll
-            for (int e = 0; e < kG; ++e) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
-          }
           GroupCodes<Op> gc;
-          if constexpr (packed_pow2<Op, Cfg::in>()) {
-            u32 p[kG / 2];
-            pairs_from_chunks<Op>(cur, g, p);
-            quantize_group<Op, false, false, true, true>(v, stats_given, m, r, cg, kG, o, s_enc, tl,
-                                                         a.seed, a.offset, want_max, global_max, p,
-                                                         true, &gc);
-          } else if constexpr (kRawSigns) {
-            u32 raw[kG / 2];  // the group's BF16 input, element order
-#pragma unroll
-            for (int w = 0; w < kG / 2; ++w) {
-              const uint4& u = cur[(g * (kG / 2) + w) / 4];
-              const int k = (g * (kG / 2) + w) % 4;
-              raw[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
-            }
-            quantize_group<Op, false, false, false, true, true>(
-                v, stats_given, m, r, cg, kG, o, s_enc, tl, a.seed, a.offset, want_max, global_max,
-                raw, true, &gc);
-          } else {
-            quantize_group<Op, false, false, false, true>(v, stats_given, m, r, cg, kG, o, s_enc,
-                                                          tl, a.seed, a.offset, want_max,
-                                                          global_max, nullptr, true, &gc);
-          }
+          rows_group<Cfg, true>(cur, g, kG, r, c0, lo, hi, o, a, s_enc, tl, want_max, global_max,
+                                &gc);
 #pragma unroll
           for (int w = 0; w < kG / 8; ++w) words[g * (kG / 8) + w] = gc.words[w];
 #pragma unroll
@@ -257,27 +273,11 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
     }
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
-      const i64 cg = c0 + g * kG;
-      const i64 left = cols - cg;
+      const i64 left = cols - (c0 + g * kG);
       const int n = left <= 0 ? 0 : (left >= kG ? kG : static_cast<int>(left));
       if (n == 0) break;
-      float v[kG];
-      u32 m[kG / Op::block_cols];
-      const bool stats_given = group_from_chunks<Op, Cfg::in>(cur, g, v, m);
-      if constexpr (Op::occ) {
-#pragma unroll
-        for (int e = 0; e < kG; ++e)
-          if (e < n) v[e] = v[e] < lo ? lo : (v[e] > hi ? hi : v[e]);
-      }
-      if constexpr (packed_pow2<Op, Cfg::in>()) {
-        u32 p[kG / 2];
-        pairs_from_chunks<Op>(cur, g, p);
-        quantize_group<Op, kStats, false, true>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed,
-                                                a.offset, want_max, global_max, p);
-      } else {
-        quantize_group<Op, kStats>(v, stats_given, m, r, cg, n, o, s_enc, tl, a.seed, a.offset,
-                                   want_max, global_max);
-      }
+      rows_group<Cfg, false>(cur, g, n, r, c0, lo, hi, o, a, s_enc, tl, want_max, global_max,
+                             nullptr);
     }
     at.next();
   }

@@ -278,11 +278,7 @@ struct OperandConsts {
   // Every scale code's factor into `table` (a CTA's shared memory, 256 entries where kTable), read
   // by group_scale from then on; the CTA syncs before any thread encodes.
   FP4JIT_DEV void fill_factors(float* table) {
-    if constexpr (kTable) {
-      for (int i = static_cast<int>(threadIdx.x); i < 256; i += Cfg::threads)
-        table[i] = two_level_factor<Op>(static_cast<u32>(i), tl);
-      tl.factors = table;
-    }
+    if constexpr (kTable) fill_factor_table<Op, Cfg::threads>(table, tl);
   }
 };
 
