@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <span>
 
 #include "core/error.hpp"
 #include "numerics/common.cuh"
@@ -75,7 +76,7 @@ struct Preamble {
   std::size_t header_begin = 0, header_size = 0;
 };
 
-Preamble read_preamble(const std::vector<std::uint8_t>& file, const std::string& name) {
+Preamble read_preamble(std::span<const std::uint8_t> file, const std::string& name) {
   if (file.size() < kMagicSize + 2 || std::memcmp(file.data(), kMagic, kMagicSize) != 0)
     fail(ErrorKind::corrupt, "{}: not an .npy file (bad magic; expected \\x93NUMPY)", name);
   Preamble p;
@@ -131,14 +132,22 @@ std::string Array::shape_text() const {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-Array read(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  const std::vector<std::uint8_t> file = read_file(path);
+namespace {
+
+// parse(), or with `expect` an array of that element type (another dtype: Error(corrupt)).
+Array parse_as(std::span<const std::uint8_t> file, const std::string& name, const Type* expect) {
   const Preamble p = read_preamble(file, name);
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + p.header_begin,
                               p.header_size);
   const Header h = parse_header(text, name);
   Array a;
+  if (expect != nullptr) {
+    const std::optional<Type> found = descr_type(h.descr);
+    if (found != *expect)
+      fail(ErrorKind::corrupt, "{}: expected a {} array ('{}'), found dtype {:?}{}", name,
+           type_name(*expect), type_descr(*expect), h.descr,
+           found ? fmt::format(" ({})", type_name(*found)) : std::string());
+  }
   a.type = parse_descr(h.descr, name);
   a.shape = h.shape;
   if (h.shape.size() > kMaxDims)
@@ -158,9 +167,19 @@ Array read(const std::filesystem::path& path) {
   return a;
 }
 
+}  // namespace
+
+Array parse(std::span<const std::uint8_t> file, const std::string& name) {
+  return parse_as(file, name, nullptr);
+}
+
+Array read(const std::filesystem::path& path) {
+  return parse(read_file(path), path.string());
+}
+
 Array read_expect(const std::filesystem::path& path, Type type,
                   const std::vector<std::int64_t>& shape) {
-  Array a = read(path);
+  Array a = parse_as(read_file(path), path.string(), &type);
   Array want;
   want.shape = shape;
   if (a.type != type || a.shape != shape)
@@ -169,8 +188,7 @@ Array read_expect(const std::filesystem::path& path, Type type,
   return a;
 }
 
-FloatTensor read_float_tensor(const std::filesystem::path& path) {
-  Array a = read(path);
+FloatTensor to_float_tensor(const Array& a, const std::string& name) {
   FloatTensor t;
   t.shape = a.shape;
   switch (a.type) {
@@ -186,15 +204,14 @@ FloatTensor read_float_tensor(const std::filesystem::path& path) {
     default:
       fail(ErrorKind::invalid_argument,
            "{}: dtype {} is not a floating-point tensor (fp4jit reads float32, float16, bfloat16)",
-           path.string(), type_name(a.type));
+           name, type_name(a.type));
   }
   // 0-d: [1, 1]; [n]: [1, n]; [..., C]: [prod(...), C].
   const std::int64_t cols = a.shape.empty() ? 1 : a.shape.back();
   const std::int64_t rows =
       a.shape.size() <= 1
           ? 1
-          : element_count(std::vector<std::int64_t>(a.shape.begin(), a.shape.end() - 1),
-                          path.string());
+          : element_count(std::vector<std::int64_t>(a.shape.begin(), a.shape.end() - 1), name);
   t.matrix = Matrix<float>(rows, cols);
   const std::int64_t count = rows * cols;
   for (std::int64_t i = 0; i < count; ++i) {
@@ -212,30 +229,41 @@ FloatTensor read_float_tensor(const std::filesystem::path& path) {
   return t;
 }
 
-void write(const std::filesystem::path& path, Type type, const std::vector<std::int64_t>& shape,
-           const void* bytes, int version) {
-  const std::string name = path.string();
+FloatTensor read_float_tensor(const std::filesystem::path& path) {
+  return to_float_tensor(read(path), path.string());
+}
+
+std::vector<std::uint8_t> encode(Type type, const std::vector<std::int64_t>& shape,
+                                 const void* bytes, int version) {
   std::string header = header_text(type, shape);
   if (version == 0) version = header.size() + kMagicSize + 4 + 1 > 65535 ? 2 : 1;
-  if (version < 1 || version > 3) fail(ErrorKind::internal, "npy::write: bad version {}", version);
+  if (version < 1 || version > 3) fail(ErrorKind::internal, "npy::encode: bad version {}", version);
   const std::size_t preamble = kMagicSize + 2 + (version == 1 ? 2 : 4);
   const std::size_t total = (preamble + header.size() + 1 + kAlign - 1) / kAlign * kAlign;
   header.append(total - preamble - header.size() - 1, ' ');
   header += '\n';
   if (version == 1 && header.size() > 65535)
-    fail(ErrorKind::internal, "npy::write: header too long for format 1.0");
-  std::string out(kMagic, kMagicSize);
-  out += static_cast<char>(version);
-  out += '\0';
-  for (std::size_t i = 0; i < preamble - kMagicSize - 2; ++i)
-    out += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-  out += header;
+    fail(ErrorKind::internal, "npy::encode: header too long for format 1.0");
   const std::size_t data_size =
-      static_cast<std::size_t>(element_count(shape, name)) * type_size(type);
+      static_cast<std::size_t>(element_count(shape, "npy::encode")) * type_size(type);
+  std::vector<std::uint8_t> out(kMagic, kMagic + kMagicSize);
+  out.push_back(static_cast<std::uint8_t>(version));
+  out.push_back(0);
+  for (std::size_t i = 0; i < preamble - kMagicSize - 2; ++i)
+    out.push_back(static_cast<std::uint8_t>((header.size() >> (8 * i)) & 0xFF));
+  out.insert(out.end(), header.begin(), header.end());
+  const auto* data = static_cast<const std::uint8_t*>(bytes);
+  if (data_size > 0) out.insert(out.end(), data, data + data_size);
+  return out;
+}
+
+void write(const std::filesystem::path& path, Type type, const std::vector<std::int64_t>& shape,
+           const void* bytes, int version) {
+  const std::string name = path.string();
+  const std::vector<std::uint8_t> out = encode(type, shape, bytes, version);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) fail(ErrorKind::io, "{}: cannot open for writing", name);
-  f.write(out.data(), static_cast<std::streamsize>(out.size()));
-  f.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(data_size));
+  f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
   f.close();
   if (!f) fail(ErrorKind::io, "{}: write failed", name);
 }

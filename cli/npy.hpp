@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,8 @@ struct Header {
 // "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"); `file` names the source in
 // errors. Throws Error(corrupt) on malformed text or missing/unknown keys.
 Header parse_header(std::string_view text, const std::string& file);
+// The element type of a descr fp4jit reads, or nullopt.
+std::optional<Type> descr_type(std::string_view descr);
 // The descr's element type; throws Error(invalid_argument) naming the dtype otherwise.
 Type parse_descr(std::string_view descr, const std::string& file);
 // The header dictionary text written for `type` and `shape` (no padding).
@@ -52,8 +56,11 @@ struct Array {
   std::string shape_text() const;  // "(2, 3)"
 };
 
+// Parses the bytes of a whole .npy file; `name` names it in errors (the same errors as read()).
+Array parse(std::span<const std::uint8_t> file, const std::string& name);
 Array read(const std::filesystem::path& path);
-// Reads an array and checks its type and shape (throws Error(corrupt) naming the file otherwise).
+// Reads an array and checks its type and shape: one of another dtype (fp4jit's or not) or shape
+// throws Error(corrupt) naming the file, what was expected and what it holds.
 Array read_expect(const std::filesystem::path& path, Type type,
                   const std::vector<std::int64_t>& shape);
 
@@ -63,10 +70,15 @@ struct FloatTensor {
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;  // the file's shape
 };
+// `a` as a FloatTensor; `name` names it in errors (a dtype that is not floating-point).
+FloatTensor to_float_tensor(const Array& a, const std::string& name);
 FloatTensor read_float_tensor(const std::filesystem::path& path);
 
-// Writes `bytes` (row-major, count(shape) * type_size(type) bytes). version 0 picks 1.0, or 2.0
-// when the header needs it; 1, 2 and 3 force that format version.
+// The bytes of an .npy file holding `bytes` (row-major, count(shape) * type_size(type) bytes).
+// version 0 picks 1.0, or 2.0 when the header needs it; 1, 2 and 3 force that format version.
+std::vector<std::uint8_t> encode(Type type, const std::vector<std::int64_t>& shape,
+                                 const void* bytes, int version = 0);
+// Writes encode(type, shape, bytes, version) to `path`.
 void write(const std::filesystem::path& path, Type type, const std::vector<std::int64_t>& shape,
            const void* bytes, int version = 0);
 void write_u8(const std::filesystem::path& path, const std::vector<std::int64_t>& shape,

@@ -248,15 +248,16 @@ std::string numpy_type_name(std::string_view code) {
   int size = 0;
   const auto [ptr, ec] = std::from_chars(code.data() + 1, code.data() + code.size(), size);
   if (ec != std::errc() || ptr != code.data() + code.size()) return std::string(code);
+  const std::int64_t bits = static_cast<std::int64_t>(size) * 8;  // '<f2147483647' is a descr too
   switch (code[0]) {
     case 'f':
-      return fmt::format("float{}", size * 8);
+      return fmt::format("float{}", bits);
     case 'i':
-      return fmt::format("int{}", size * 8);
+      return fmt::format("int{}", bits);
     case 'u':
-      return fmt::format("uint{}", size * 8);
+      return fmt::format("uint{}", bits);
     case 'c':
-      return fmt::format("complex{}", size * 8);
+      return fmt::format("complex{}", bits);
     case 'b':
       return "bool";
     case 'V':
@@ -328,19 +329,29 @@ Header parse_header(std::string_view text, const std::string& file) {
   return Parser(text, file).parse();
 }
 
-Type parse_descr(std::string_view descr, const std::string& file) {
-  const std::string shown = printable(descr);
+std::optional<Type> descr_type(std::string_view descr) {
   if (descr == "bfloat16") return Type::bf16;  // ml_dtypes' name, as some writers record it
+  if (descr.size() < 2 ||
+      (descr[0] != '<' && descr[0] != '>' && descr[0] != '|' && descr[0] != '='))
+    return std::nullopt;
+  const char order = descr[0];
+  const std::string_view code = descr.substr(1);
+  if (code == "u1") return Type::u8;  // a single byte has no byte order
+  const bool little = order == '<' || order == '=';
+  if (little && code == "f4") return Type::f32;
+  if (little && code == "f2") return Type::f16;
+  if (little && code == "i8") return Type::i64;
+  if ((little || order == '|') && code == "V2") return Type::bf16;
+  return std::nullopt;
+}
+
+Type parse_descr(std::string_view descr, const std::string& file) {
+  if (const std::optional<Type> t = descr_type(descr)) return *t;
+  const std::string shown = printable(descr);
   if (descr.size() >= 2 &&
       (descr[0] == '<' || descr[0] == '>' || descr[0] == '|' || descr[0] == '=')) {
     const char order = descr[0];
     const std::string_view code = descr.substr(1);
-    if (code == "u1") return Type::u8;  // a single byte has no byte order
-    const bool little = order == '<' || order == '=';
-    if (little && code == "f4") return Type::f32;
-    if (little && code == "f2") return Type::f16;
-    if (little && code == "i8") return Type::i64;
-    if ((little || order == '|') && code == "V2") return Type::bf16;
     if (order == '>')
       fail(ErrorKind::invalid_argument,
            "{}: big-endian dtype '{}' ({}) is not supported; save it little-endian, e.g. "

@@ -256,6 +256,37 @@ TEST_F(NpyTest, ReadExpectChecksTypeAndShape) {
         read_expect(path("c.npy"), Type::f32, {2, 3});
       },
       ErrorKind::corrupt, {"c.npy", "float32", "uint8"});
+  // A dtype fp4jit never reads is a corrupt file here too, not an unsupported input tensor.
+  const std::string header = "{'descr': '|u4', 'fortran_order': False, 'shape': (2, 3), }";
+  expect_error(
+      [&] {
+        read_expect(raw("u4.npy", 1, header, std::string(24, '\0')), Type::u8, {2, 3});
+      },
+      ErrorKind::corrupt, {"u4.npy", "expected a uint8 array", "'|u1'", "|u4"});
+}
+
+// Found by the npy fuzz target: a type code's size times 8 overflowed an int in the message.
+TEST_F(NpyTest, HugeTypeSizesAreNamedExactly) {
+  const std::string header = "{'descr': '<f2147483647', 'fortran_order': False, 'shape': (1,), }";
+  expect_error([&] { read(raw("huge.npy", 1, header, std::string(8, '\0'))); },
+               ErrorKind::invalid_argument, {"huge.npy", "float17179869176"});
+}
+
+// In memory: parse() reads what encode() writes, and to_float_tensor() what read_float_tensor()
+// would.
+TEST_F(NpyTest, EncodeAndParseInMemory) {
+  const float v[3] = {1.5f, -0.0f, 3e38f};
+  const std::vector<std::uint8_t> bytes = encode(Type::f32, {3}, v);
+  write(path("v.npy"), Type::f32, {3}, v);
+  std::ifstream in(path("v.npy"), std::ios::binary);
+  EXPECT_EQ(std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {}), bytes);
+  const Array a = parse(bytes, "mem");
+  EXPECT_EQ(a.shape, std::vector<std::int64_t>{3});
+  const FloatTensor t = to_float_tensor(a, "mem");
+  ASSERT_EQ(t.matrix.size(), 3);
+  EXPECT_EQ(std::memcmp(t.matrix.data.data(), v, sizeof v), 0);
+  expect_error([&] { parse(std::vector<std::uint8_t>(bytes.begin(), bytes.end() - 1), "cut"); },
+               ErrorKind::corrupt, {"cut", "truncated data"});
 }
 
 // Every finite float16 / bfloat16 value converts back to itself, and every midpoint between two
