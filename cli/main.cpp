@@ -47,13 +47,6 @@ std::string bytes_text(std::int64_t bytes) {
   return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    out += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return out + "]";
-}
-
 }  // namespace fp4jit::cli
 
 namespace {

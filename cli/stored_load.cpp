@@ -140,7 +140,9 @@ SourceInfo read_source(const LayoutReader& r) {
     if (d > 0 && count > std::numeric_limits<std::int64_t>::max() / d) count = -1;
     if (count >= 0) count *= d;
   }
-  if (s.rows <= 0 || s.cols <= 0 || count != s.rows * s.cols)
+  std::int64_t elements = 0;
+  if (s.rows <= 0 || s.cols <= 0 || __builtin_mul_overflow(s.rows, s.cols, &elements) ||
+      count != elements)
     fail(ErrorKind::corrupt, "{}: source rows x cols = {} x {} does not match source shape {}",
          r.file(), s.rows, s.cols, shape_text(s.shape));
   return s;
@@ -185,8 +187,10 @@ void read_residual(const LayoutReader& r, const fs::path& dir, QuantizedTensor& 
   const npy::Array value = npy::read_expect(dir / file::residual_value, npy::Type::f32, {n});
   q.residual_index.resize(n);
   q.residual_value.resize(n);
-  std::memcpy(q.residual_index.data(), index.bytes.data(), n * sizeof(std::int64_t));
-  std::memcpy(q.residual_value.data(), value.bytes.data(), n * sizeof(float));
+  if (n > 0) {  // an empty list has no storage to copy from
+    std::memcpy(q.residual_index.data(), index.bytes.data(), n * sizeof(std::int64_t));
+    std::memcpy(q.residual_value.data(), value.bytes.data(), n * sizeof(float));
+  }
   const std::int64_t size = q.layout.rows * q.layout.cols;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t at = q.residual_index[i];
