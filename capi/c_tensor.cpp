@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/quantized.hpp"
 
 namespace fp4jit::capi {
 
@@ -76,9 +77,17 @@ TensorView to_view(const fp4jit_tensor* t, std::string_view what, BackendKind ba
     if (t->shape[i] < 0)
       fail(ErrorKind::invalid_argument, "{}: dimension {} has negative size {}", what, i,
            t->shape[i]);
+  const auto too_large = [&] {
+    std::string dims;
+    for (int i = 0; i < nd; ++i) dims += fmt::format("{}{}", i ? ", " : "", t->shape[i]);
+    fail(ErrorKind::invalid_argument,
+         "{}: shape [{}] spans more elements than fp4jit addresses (2^56)", what, dims);
+  };
   const std::int64_t cols = t->shape[nd - 1];
   std::int64_t rows = 1;
-  for (int i = 0; i + 1 < nd; ++i) rows *= t->shape[i];
+  for (int i = 0; i + 1 < nd; ++i)
+    if (__builtin_mul_overflow(rows, t->shape[i], &rows)) too_large();
+  if (cols > 0 && rows > kMaxTensorElements / cols) too_large();
   std::int64_t row_stride = cols;
   if (t->strides != nullptr) {
     const std::int64_t* st = t->strides;
@@ -94,9 +103,17 @@ TensorView to_view(const fp4jit_tensor* t, std::string_view what, BackendKind ba
         last = i;
         break;
       }
-    if (last >= 0) {
+    if (last >= 0 && rows > 0) {  // an empty tensor reads nothing (and is refused later)
       row_stride = st[last];
-      std::int64_t expect = st[last] * t->shape[last];
+      if (rows > 1 && row_stride < cols)
+        fail(ErrorKind::invalid_argument, "{}: row stride {} is smaller than its {} columns", what,
+             row_stride, cols);
+      // The elements the rows span, (rows - 1) * row_stride + cols, within the same bound.
+      std::int64_t span = 0;
+      if (__builtin_mul_overflow(rows - 1, row_stride, &span) ||
+          __builtin_add_overflow(span, cols, &span) || span > kMaxTensorElements)
+        too_large();
+      std::int64_t expect = st[last] * t->shape[last];  // <= span + row_stride: no overflow
       for (int i = last - 1; i >= 0; --i) {
         if (t->shape[i] == 1) continue;
         if (st[i] != expect)
@@ -106,9 +123,6 @@ TensorView to_view(const fp4jit_tensor* t, std::string_view what, BackendKind ba
                what, nd - 2, st[i], i, expect);
         expect = st[i] * t->shape[i];
       }
-      if (rows > 1 && row_stride < cols)
-        fail(ErrorKind::invalid_argument, "{}: row stride {} is smaller than its {} columns", what,
-             row_stride, cols);
     }
   }
   const auto address = reinterpret_cast<std::uintptr_t>(t->data);

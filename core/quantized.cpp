@@ -27,6 +27,10 @@ QuantLayout quant_layout(const Recipe& recipe, Role role, std::int64_t source_ro
   if (source_rows <= 0 || source_cols <= 0)
     fail(ErrorKind::invalid_argument, "operand {}: empty tensor [{}, {}]", name(role), source_rows,
          source_cols);
+  if (source_rows > kMaxTensorElements / source_cols)
+    fail(ErrorKind::invalid_argument,
+         "operand {}: a [{}, {}] tensor has more elements than fp4jit addresses (2^56)", name(role),
+         source_rows, source_cols);
   const OperandShape shape = operand_shape(role, source_rows, source_cols);
   // Formatted only for an error: planners ask for layouts on every call.
   const auto where = [&] {

@@ -27,6 +27,10 @@ struct QuantLayout {
   std::int64_t scale_count() const { return scale_rows * scale_cols; }
 };
 
+// The most elements a tensor may have (2^56): every byte count and element offset fp4jit computes
+// for it, in any element or scale format, then fits 64-bit arithmetic. Larger shapes are refused.
+constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 56;
+
 // The operand's dimensions from the source tensor's ([rows, cols] as given by the caller).
 struct OperandShape {
   std::int64_t rows = 0, cols = 0;
@@ -52,10 +56,11 @@ struct QuantizedTensor {
   std::vector<std::uint8_t> scale_codes;  // layout.scale_is_code
   std::vector<float> scale_values;        // !layout.scale_is_code
   float tensor_scale = 1.0f;              // s_enc (two-level)
-  float amax = 0.0f;                      // largest finite |value| of the operand (after transforms)
+  float amax = 0.0f;  // largest finite |value| of the operand (after transforms)
   std::vector<std::int64_t> residual_index;
   std::vector<float> residual_value;
-  std::uint64_t seed = 0, offset = 0;  // stochastic rounding: element i draws sr_bits(seed, offset + i)
+  std::uint64_t seed = 0,
+                offset = 0;  // stochastic rounding: element i draws sr_bits(seed, offset + i)
 };
 
 }  // namespace fp4jit

@@ -59,6 +59,21 @@ TEST(CApi, BadTensorsAreNamed) {
   int64_t strides3[3] = {4096, 128, 1};  // dimension 0 should step 16 * 128 = 2048
   fp4jit_tensor t3{in.data.data(), FP4JIT_FLOAT32, 3, shape3, strides3, FP4JIT_DEVICE_CPU, 0};
   expect_error(quantize(&t3), FP4JIT_ERROR_INVALID_ARGUMENT, "cannot be read as one row index");
+  // Sizes whose products overflow 64 bits (found by the capi fuzz target: they were read as the
+  // wrapped, small products, past the caller's buffer), and spans past fp4jit's 2^56 elements.
+  int64_t huge[3] = {int64_t{1} << 32, int64_t{1} << 32, 64};  // 2^64 rows wrap to 0
+  t = in.t;
+  t.ndim = 3;
+  t.shape = huge;
+  expect_error(quantize(&t), FP4JIT_ERROR_INVALID_ARGUMENT, "more elements than fp4jit addresses");
+  int64_t tall[2] = {int64_t{1} << 62, 64};
+  t = in.t;
+  t.shape = tall;
+  expect_error(quantize(&t), FP4JIT_ERROR_INVALID_ARGUMENT, "[4611686018427387904, 64]");
+  int64_t wide_stride[2] = {int64_t{1} << 60, 1};  // 32 rows 2^60 elements apart
+  t = in.t;
+  t.strides = wide_stride;
+  expect_error(quantize(&t), FP4JIT_ERROR_INVALID_ARGUMENT, "more elements than fp4jit addresses");
 }
 
 TEST(CApi, BadQuantizedBuffersAreNamed) {

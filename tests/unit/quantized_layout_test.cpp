@@ -115,6 +115,25 @@ TEST(QuantLayout, RaggedRowsRoundUp) {
   EXPECT_EQ(l.scale_count(), 1);
 }
 
+// A tensor of more than 2^56 elements is refused: its byte counts (codes, FP32 scales, int64
+// residual positions) would overflow 64-bit arithmetic. Exactly 2^56 is laid out.
+TEST(QuantLayout, TensorsPastTwoToThe56ElementsAreRefused) {
+  const Recipe mx = parse_recipe("mxfp4");
+  const QuantLayout l = quant_layout(mx, Role::x, std::int64_t{1} << 40, std::int64_t{1} << 16);
+  EXPECT_EQ(l.code_bytes(), std::int64_t{1} << 55);
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{(1ll << 40) + 1, 1 << 16},
+                                   {1ll << 62, 64},
+                                   {1ll << 32, 1ll << 32}}) {
+    try {
+      quant_layout(mx, Role::x, rows, cols);
+      ADD_FAILURE() << rows << " x " << cols << " was laid out";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("2^56"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(QuantLayout, BlockOfAnElement) {
   const Block tile{Kind::tile, 16, 32};
   EXPECT_EQ(block_of(tile, 0, 0).row, 0);
