@@ -134,18 +134,19 @@ std::string Array::shape_text() const {
 
 namespace {
 
-// parse(), or with `expect` an array of that element type (another dtype: Error(corrupt)).
-Array parse_as(std::span<const std::uint8_t> file, const std::string& name, const Type* expect) {
+// parse(), or with `want` an array of its element type (another dtype: Error(corrupt) naming the
+// type and shape wanted; read_expect checks the shape).
+Array parse_as(std::span<const std::uint8_t> file, const std::string& name, const Array* want) {
   const Preamble p = read_preamble(file, name);
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + p.header_begin,
                               p.header_size);
   const Header h = parse_header(text, name);
   Array a;
-  if (expect != nullptr) {
+  if (want != nullptr) {
     const std::optional<Type> found = descr_type(h.descr);
-    if (found != *expect)
-      fail(ErrorKind::corrupt, "{}: expected a {} array ('{}'), found dtype {:?}{}", name,
-           type_name(*expect), type_descr(*expect), h.descr,
+    if (found != want->type)
+      fail(ErrorKind::corrupt, "{}: expected a {} array of shape {}, found dtype {:?}{}", name,
+           type_name(want->type), want->shape_text(), h.descr,
            found ? fmt::format(" ({})", type_name(*found)) : std::string());
   }
   a.type = parse_descr(h.descr, name);
@@ -179,9 +180,10 @@ Array read(const std::filesystem::path& path) {
 
 Array read_expect(const std::filesystem::path& path, Type type,
                   const std::vector<std::int64_t>& shape) {
-  Array a = parse_as(read_file(path), path.string(), &type);
   Array want;
+  want.type = type;
   want.shape = shape;
+  Array a = parse_as(read_file(path), path.string(), &want);
   if (a.type != type || a.shape != shape)
     fail(ErrorKind::corrupt, "{}: expected a {} array of shape {}, found {} {}", path.string(),
          type_name(type), want.shape_text(), type_name(a.type), a.shape_text());
