@@ -270,13 +270,14 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
   const i64 byte0 = r * o.row_bytes + (c0 / 2) * kBytesPer;
   const bool aligned = elem_packed(Op::elem) ? (o.row_bytes % 4 == 0) : (o.row_bytes % 8 == 0);
   store_codes(o.codes + byte0, code, elem_packed(Op::elem), n, aligned);
-  // Scales: the thread at a block's first element stores it.
+  // Scales: the thread at a block's first element stores it (of the n in range: a segment past
+  // K's end holds no block, and its index would be another row's block or past the scales).
   if constexpr (Op::block == BlockKind::tile) {
     if (r % Op::block_rows == 0) {
 #pragma unroll
       for (int s = 0; s < kSub; ++s) {
         const i64 c = c0 + s * kPer;
-        if (c % Op::block_cols == 0)
+        if (c % Op::block_cols == 0 && s * kPer < n)
           store_scale<Op>(o.scales, block_index<Op>(r, c, o.scale_cols), sc.local[s]);
       }
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/kernels.hpp"
+#include "core/recipe.hpp"
 
 namespace fp4jit::emu {
 
@@ -19,6 +20,21 @@ inline std::vector<std::string> emu_recipes() {
           "tetrajet:wgrad.had=32,wgrad.had.signs=random",
           "mxfp4:weight.block=16x16,x.round=stochastic,x.sr.bits=16",
           "msfp4:act.block=1x32,occ=0.9"};
+}
+
+// Small operands the emulator runs with poisoned bytes after each output (emu_bounds_test.cpp),
+// their kernels planned for exactly these BF16 source shapes: the cases the CUDA quantize fuzz
+// target (tests/fuzz) found writing past an output on an H200.
+struct SmallOperand {
+  const char* recipe;
+  Role role;
+  std::int64_t rows, cols;  // the source tensor
+};
+inline std::vector<SmallOperand> emu_small_operands() {
+  return {{"mxfp4:block=32x1,wt.elem=e4m3,occ=0.9", Role::wt, 1, 64},
+          {"mxfp4:wt.block=32x1,wt.elem=e4m3", Role::wt, 1, 64},
+          {"mxfp4:wt.block=32x1,wt.elem=e4m3", Role::wt, 3, 64},
+          {"mxfp4:wt.block=32x1,wt.elem=e4m3", Role::wt, 1, 96}};
 }
 
 // quantize_rows configs beside the heuristic's that the emulator also holds (x and dY alone, BF16):

@@ -104,6 +104,21 @@ int main(int argc, char** argv) {
             if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
       }
   }
+  // The bounds tests' own: small operands planned for their shapes on the tests' device.
+  for (const emu::SmallOperand& c : emu::emu_small_operands()) {
+    auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+    QuantizedView q;
+    q.codes = fake;
+    q.scales = fake;
+    q.tensor_scale = reinterpret_cast<float*>(fake);
+    cuda::Arena arena;
+    const TensorView in{fake, DType::bf16, c.rows, c.cols, 0};
+    for (const cuda::Step& step :
+         cuda::plan_quantize(parse_recipe(c.recipe), c.role, in, q, nullptr, QuantizeArgs{},
+                             cuda::DeviceInfo{"sm_90a", 3}, arena))
+      if (const auto* l = std::get_if<cuda::Launch>(&step))
+        if (seen.insert(l->kernel.key_text).second) all.push_back(l->kernel);
+  }
   std::set<std::string> headers;
   for (const auto& k : all) headers.insert(k.header);
   std::string includes = "#include \"tests/emu/cuda_shim.hpp\"\n";
