@@ -36,10 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(back == r, "the canonical form does not parse back to the recipe: " + c);
   FUZZ_CHECK(fp4jit::canonical(back) == c, "the canonical form is not a fixed point: " + c);
   FUZZ_CHECK(fp4jit::recipe_hash(back) == fp4jit::recipe_hash(r), "the recipe hash moved: " + c);
+  // (no structured bindings in the lambda: clang 14 cannot capture them)
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{64, 256}, {3, 17}};
   for (int role = 0; role < fp4jit::kNumRoles; ++role)
-    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{64, 256}, {3, 17}})
+    for (const auto& shape : shapes)
       fp4jit::fuzz::accepts(
-          [&] { fp4jit::quant_layout(r, static_cast<fp4jit::Role>(role), rows, cols); },
+          [&] {
+            fp4jit::quant_layout(r, static_cast<fp4jit::Role>(role), shape.first, shape.second);
+          },
           {ErrorKind::invalid_argument, ErrorKind::unsupported}, "quant_layout");
   return 0;
 }
