@@ -59,8 +59,13 @@ const std::vector<Seed>& seeds() {
   return all;
 }
 
-// The work copy of seed s as saved.
+// The work copy of seed s as saved (a file an earlier input added is removed: every input runs
+// as it would alone).
 void restore(const Seed& s) {
+  std::vector<fs::path> added;
+  for (const auto& e : fs::directory_iterator(s.work))
+    if (!fs::exists(s.dir / e.path().filename())) added.push_back(e.path());
+  for (const fs::path& p : added) fs::remove(p);
   for (const auto& e : fs::directory_iterator(s.dir))
     fs::copy_file(e.path(), s.work / e.path().filename(), fs::copy_options::overwrite_existing);
 }
