@@ -183,8 +183,8 @@ Array read_expect(const std::filesystem::path& path, Type type,
   Array want;
   want.type = type;
   want.shape = shape;
-  Array a = parse_as(read_file(path), path.string(), &want);
-  if (a.type != type || a.shape != shape)
+  Array a = parse_as(read_file(path), path.string(), &want);  // of `type`, or it threw
+  if (a.shape != shape)
     fail(ErrorKind::corrupt, "{}: expected a {} array of shape {}, found {} {}", path.string(),
          type_name(type), want.shape_text(), type_name(a.type), a.shape_text());
   return a;

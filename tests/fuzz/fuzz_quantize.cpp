@@ -105,6 +105,31 @@ struct Result {
   std::vector<float> deq;  // the dequantized operand, FP32
 };
 
+// The bytes of each output buffer of an operand of layout l.
+struct Sizes {
+  std::size_t codes, scales, index, value, deq;
+  Sizes(const QuantLayout& l, std::int64_t capacity)
+      : codes(static_cast<std::size_t>(l.code_bytes())),
+        scales(static_cast<std::size_t>(l.scale_count()) * (l.scale_is_code ? 1 : 4)),
+        index(static_cast<std::size_t>(capacity) * 8),
+        value(static_cast<std::size_t>(capacity) * 4),
+        deq(static_cast<std::size_t>(l.rows * l.cols) * 4) {}
+};
+
+QuantizedView view_of(void* codes, void* scales, float* tensor_scale, float* amax, void* index,
+                      void* value, std::int64_t* count, std::int64_t capacity) {
+  QuantizedView v;
+  v.codes = static_cast<std::uint8_t*>(codes);
+  v.scales = scales;
+  v.tensor_scale = tensor_scale;
+  v.amax = amax;
+  v.residual_index = static_cast<std::int64_t*>(index);
+  v.residual_value = static_cast<float*>(value);
+  v.residual_count = count;
+  v.residual_capacity = capacity;
+  return v;
+}
+
 #if defined(FP4JIT_FUZZ_CUDA)
 constexpr std::size_t kCanary = 256;  // poisoned bytes after every output
 
@@ -145,19 +170,12 @@ void run(const Recipe& recipe, Role role, const HostTensor& t, const QuantLayout
   Device& d = device();
   cuda::DeviceBuffer input(t.bytes.size());
   input.upload(t.bytes.data(), t.bytes.size());
-  Out codes(static_cast<std::size_t>(l.code_bytes())),
-      scales(static_cast<std::size_t>(l.scale_count()) * (l.scale_is_code ? 1 : 4)), ts(4), amax(4),
-      index(static_cast<std::size_t>(capacity) * 8), value(static_cast<std::size_t>(capacity) * 4),
-      count(8), deq(static_cast<std::size_t>(l.rows * l.cols) * 4);
-  QuantizedView v;
-  v.codes = codes.get<std::uint8_t>();
-  v.scales = scales.get<void>();
-  v.tensor_scale = ts.get<float>();
-  v.amax = amax.get<float>();
-  v.residual_index = index.get<std::int64_t>();
-  v.residual_value = value.get<float>();
-  v.residual_count = count.get<std::int64_t>();
-  v.residual_capacity = capacity;
+  const Sizes n(l, capacity);
+  Out codes(n.codes), scales(n.scales), ts(4), amax(4), index(n.index), value(n.value), count(8),
+      deq(n.deq);
+  const QuantizedView v =
+      view_of(codes.get<void>(), scales.get<void>(), ts.get<float>(), amax.get<float>(),
+              index.get<void>(), value.get<void>(), count.get<std::int64_t>(), capacity);
   d.engine.quantize(recipe, role, TensorView{input.get(), t.dtype, t.rows, t.cols, 0}, v, args,
                     nullptr);
   d.engine.dequantize(recipe, role, v, t.rows, t.cols,
@@ -179,19 +197,10 @@ void run(const Recipe& recipe, Role role, const HostTensor& t, const QuantLayout
   host::HostBackend& host = host::test::backend();
   fuzz::GuardedBytes input(t.bytes.size());
   std::memcpy(input.data(), t.bytes.data(), t.bytes.size());
-  fuzz::GuardedBytes codes(static_cast<std::size_t>(l.code_bytes())),
-      scales(static_cast<std::size_t>(l.scale_count()) * (l.scale_is_code ? 1 : 4)),
-      index(static_cast<std::size_t>(capacity) * 8), value(static_cast<std::size_t>(capacity) * 4),
-      deq(static_cast<std::size_t>(l.rows * l.cols) * 4);
-  QuantizedView v;
-  v.codes = codes.data();
-  v.scales = scales.data();
-  v.tensor_scale = &r.tensor_scale;
-  v.amax = &r.amax;
-  v.residual_index = reinterpret_cast<std::int64_t*>(index.data());
-  v.residual_value = reinterpret_cast<float*>(value.data());
-  v.residual_count = &r.count;
-  v.residual_capacity = capacity;
+  const Sizes n(l, capacity);
+  fuzz::GuardedBytes codes(n.codes), scales(n.scales), index(n.index), value(n.value), deq(n.deq);
+  const QuantizedView v = view_of(codes.data(), scales.data(), &r.tensor_scale, &r.amax,
+                                  index.data(), value.data(), &r.count, capacity);
   host.quantize(recipe, role, TensorView{input.data(), t.dtype, t.rows, t.cols, 0}, v, args,
                 nullptr);
   host.dequantize(recipe, role, v, t.rows, t.cols,
@@ -252,8 +261,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto [src_rows, src_cols] = host::test::source_shape(role, rows, k);
   const Matrix<float> m = values(in, src_rows, src_cols);
   const HostTensor t = host::test::make_tensor(m, dtype);
-  HostTensor copy = t;
-  const Matrix<float> seen = host::test::values_of(copy);
+  const Matrix<float> seen = host::test::values_of(t);
   const std::string what = text + " " + std::string(name(role)) + " [" + std::to_string(src_rows) +
                            ", " + std::to_string(src_cols) + "] " + std::string(name(dtype));
 

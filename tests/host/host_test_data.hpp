@@ -111,7 +111,7 @@ inline HostTensor make_tensor(const Matrix<float>& m, DType d) {
   return t;
 }
 
-inline Matrix<float> values_of(HostTensor& t) {
+inline Matrix<float> values_of(const HostTensor& t) {
   Matrix<float> m(t.rows, t.cols);
   for (std::int64_t i = 0; i < m.size(); ++i) {
     std::uint16_t h = 0;
