@@ -177,6 +177,20 @@ GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) 
   return c;
 }
 
+GemmChoice choose_sm90_direct(const GemmSpec& spec, std::int64_t m, int sm_count) {
+  GemmChoice c;
+  const std::int64_t sms = std::max(sm_count, 1);
+  c.sm90 = default_sm90_direct_config(spec);
+  const std::int64_t tiles = sm90_swap_tiles(m, spec.n, 128);
+  const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
+  c.splits = 2 * tiles > sms ? 1
+                             : static_cast<int>(std::clamp<std::int64_t>(
+                                   std::min<std::int64_t>(sms / tiles, segments), 1, 16));
+  c.sm90.cluster_split = c.splits == 2;
+  c.grid = sm90_swap_grid(tiles, c.splits, c.sm90.cluster_split, sm_count);
+  return c;
+}
+
 GemmChoice choose_sm90_gemm(const GemmSpec& spec, std::int64_t m, int sm_count, bool staged,
                             bool split) {
   const auto kind = static_cast<sm90::ScaleKind>(static_cast<int>(spec.path));

@@ -40,6 +40,9 @@ std::string sm90_declarations(const GemmSpec& spec, const GemmSm90Config& config
 }  // namespace
 
 std::string GemmSm90Config::text() const {
+  if (direct)
+    return fmt::format("dk=1,ps={},es={},rg={}{},pp={}{}", packed_stages, exp_stages, raster_group,
+                       raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
   if (swap)
     return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
@@ -59,10 +62,38 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     fail(ErrorKind::invalid_argument,
          "gemm_sm90 config {}: ts (TMA stores of D) applies to the staged kernel (sg=1) only",
          text());
-  if (cluster_split && !swap)
+  if (cluster_split && !swap && !direct)
     fail(ErrorKind::invalid_argument,
-         "gemm_sm90 config {}: cs (split-K in clusters) applies to the swapped kernel (sw=1) only",
+         "gemm_sm90 config {}: cs (split-K in clusters) applies to the swapped (sw=1) and direct "
+         "(dk=1) kernels only",
          text());
+  if (direct) {
+    if (spec.path != GemmPath::mx)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the direct kernel (dk=1) multiplies mx operands only, not {}",
+           text(), gemm_path_name(spec.path));
+    if (staged || swap || cluster_m != 1)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the direct kernel takes no sg, sw or cm", text());
+    if (block_n != 128)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: the direct kernel's tile of A is 128 rows (bn=128)", text());
+    if (packed_stages < 2 || packed_stages > 8)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps (stages of A) in 2..8", text());
+    if (exp_stages < 2 || exp_stages > 16)
+      fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: es (stages of B) in 2..16", text());
+    if (raster_group < 1) fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: rg >= 1", text());
+    if (period != 1 && period != 2 && period != 4)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: pp (K tiles per promotion) must be 1, 2 or 4 for the direct "
+           "kernel",
+           text());
+    const sm90::DirectGeometry g = sm90::direct_geometry(packed_stages, exp_stages);
+    if (g.smem_bytes > 227 * 1024)
+      fail(ErrorKind::invalid_argument,
+           "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
+    return;
+  }
   if (swap) {
     if (spec.path != GemmPath::mx && spec.path != GemmPath::nv)
       fail(ErrorKind::invalid_argument,
@@ -185,6 +216,16 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n, boo
                                                       sm90_staged_epi_out_bytes(spec, c))
                                         .smem_bytes > 227 * 1024)
     --c.packed_stages;
+  return c;
+}
+
+GemmSm90Config default_sm90_direct_config(const GemmSpec& spec) {
+  GemmSm90Config c;
+  c.direct = true;
+  c.block_n = 128;
+  c.period = spec.path == GemmPath::mx ? sm90::kSwapPeriodMx : 1;
+  c.packed_stages = kDirectAStages;
+  c.exp_stages = kDirectBStages;
   return c;
 }
 
@@ -313,7 +354,14 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
   std::string members;
   const char* header = nullptr;
   const char* function = nullptr;
-  if (config.swap) {
+  if (config.direct) {
+    members = fmt::format(
+        "  static constexpr int kExpandedStages = {};\n"
+        "  static constexpr int kPeriod = {};\n"
+        "  static constexpr bool kSplitCluster = {};\n",
+        config.exp_stages, config.period, config.cluster_split);
+    header = "gemm/sm90/direct.cuh", function = "gemm_direct_kernel";
+  } else if (config.swap) {
     members = fmt::format(
         "  static constexpr int kBBlockRows = {};\n"
         "  static constexpr int kPeriod = {};\n"
@@ -338,6 +386,7 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
                                       sm90_declarations(spec, config, members));
   if (header != nullptr) k.header = header, k.function = function;
   if (config.staged) k.args_type = gemm_args_type(3);  // D's tensor map after the operands'
+  if (config.direct) k.args_type = gemm_args_type(0);  // no tensor maps: the codes' pointers
   return k;
 }
 

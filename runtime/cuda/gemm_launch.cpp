@@ -132,6 +132,12 @@ gemm::GemmParams gemm_params(const GemmPlan& plan, const GemmLayouts& l, const Q
   p.d = out.data;
   p.ldd = stride_of(out);
   p.splits = plan.choice.splits;
+  if (plan.direct) {
+    p.a_codes = static_cast<const unsigned char*>(a.codes);
+    p.b_codes = static_cast<const unsigned char*>(b.codes);
+    p.a_code_ld = plan.a_row_bytes;
+    p.b_code_ld = plan.b_row_bytes;
+  }
   return p;
 }
 
@@ -185,12 +191,12 @@ std::optional<codegen::GemmChoice> CudaBackend::gemm_choice(const Recipe& recipe
       } else if (kind == "swap" &&
                  (spec.path == codegen::GemmPath::mx || spec.path == codegen::GemmPath::nv)) {
         tuned = codegen::choose_sm90_swap(spec, shape.m, info_.sm_count);
+      } else if (kind == "direct" && spec.path == codegen::GemmPath::mx) {
+        tuned = codegen::choose_sm90_direct(spec, shape.m, info_.sm_count);
       } else {
         fail(ErrorKind::invalid_argument,
-             "FP4JIT_SM90_GEMM='{}': expected fused, staged, swap (mx and nv recipes) or a GEMM "
-             "choice "
-             "such as "
-             "'sg=1,bn=128,ps=6,rg=8m,pp=4,sk=1'",
+             "FP4JIT_SM90_GEMM='{}': expected fused, staged, swap (mx and nv recipes), direct (mx "
+             "recipes) or a GEMM choice such as 'sg=1,bn=128,ps=6,rg=8m,pp=4,sk=1'",
              kind);
       }
     }
@@ -231,6 +237,23 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
 void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
                                      const GemmShape& shape, gemm::GemmParams& p, CUstream s,
                                      bool dependent) {
+  if (plan.direct) {  // no tensor maps: the kernel reads the codes through p
+    CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
+    void* params[] = {&p};
+    const int cluster = plan.launch_cluster();
+    int grid = plan.choice.grid;
+    if (cluster > 1)
+      grid = std::min(grid, modules_->max_active_clusters(plan.kernel, plan.threads,
+                                                          plan.smem_bytes, cluster) *
+                                cluster);
+    CUlaunchAttribute attrs[1];
+    unsigned n = 0;
+    if (cluster > 1) attrs[n++] = cluster_attribute(cluster);
+    const CUlaunchConfig config = launch_config(grid, plan.threads, plan.smem_bytes, s, attrs, n);
+    check(d_.launch_kernel_ex(&config, fn, params, nullptr),
+          "cuLaunchKernelEx (GEMM: the direct kernel)");
+    return;
+  }
   CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
                               plan.a_box_rows, plan.a_swizzle);
   CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,

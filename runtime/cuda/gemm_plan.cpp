@@ -24,7 +24,7 @@ int sm90_k_tiles(const codegen::GemmSpec& spec) {
 }
 
 int sm90_split_units(const codegen::GemmSpec& spec, const codegen::GemmSm90Config& config) {
-  if (config.swap)  // K tiles of 128 elements on both paths (swap.cuh)
+  if (config.swap || config.direct)  // K tiles of 128 elements (swap.cuh, direct.cuh)
     return sm90::staged_k_units(static_cast<int>((spec.k + 127) / 128), config.period);
   const int k_tiles = sm90_k_tiles(spec);
   return config.staged ? sm90::staged_k_units(k_tiles, config.period) : k_tiles;
@@ -65,6 +65,9 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.staged = v != 0;
     } else if (key == "sw" && !sm100) {
       c.sm90.swap = v != 0;
+    } else if (key == "dk" && !sm100) {
+      c.sm90.direct = v != 0;
+      if (c.sm90.direct) c.sm90.block_n = 128;  // its only tile of A
     } else if (key == "bn") {
       c.sm90.block_n = v;
       c.sm100.block_n = v;
@@ -111,7 +114,7 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
     fail(ErrorKind::invalid_argument,
          "GEMM choice '{}': split-K in clusters (cs=1) takes 2..{} splits (one CTA each), not {}",
          text, codegen::kMaxClusterSplits, c.splits);
-  if (c.sm90.swap)
+  if (c.sm90.swap || c.sm90.direct)
     c.grid = codegen::sm90_swap_grid(codegen::sm90_swap_tiles(m, spec.n, c.sm90.block_n), c.splits,
                                      c.sm90.cluster_split, sm_count);
   else
@@ -142,6 +145,17 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.smem_bytes = g.smem_bytes;
     p.a_box_bytes = p.b_box_bytes = g.row_bytes;
     p.a_swizzle = p.b_swizzle = 128;
+  } else if (p.choice.sm90.direct) {
+    // Both operands packed, read by the kernel itself (no tensor maps, no expansion launch, no
+    // fallback): tiles of 128 rows of A x 128 rows of B.
+    const codegen::GemmSm90Config& c = p.choice.sm90;
+    const sm90::DirectGeometry g = sm90::direct_geometry(c.packed_stages, c.exp_stages);
+    p.direct = true;
+    p.block_m = 128;
+    p.block_n = 128;
+    p.threads = g.threads;
+    p.smem_bytes = g.smem_bytes;
+    p.period = c.period;
   } else if (p.choice.sm90.swap) {
     // A (M rows) expanded in fragment order (mx: E4M3; nv: FP16 / BF16), B packed: tiles of
     // block_n rows of A x 128 rows of B.

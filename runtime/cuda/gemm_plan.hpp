@@ -36,6 +36,9 @@ struct GemmPlan {
   // window.
   bool staged = false;
   bool swap = false;
+  // The direct small-M kernel (mx): one launch over both packed operands (GemmParams::a_codes,
+  // b_codes), no tensor maps, expansions or fallback.
+  bool direct = false;
   // The staged kernel takes a third tensor map, D's; tma_store: its config stores D through it
   // (the launch encodes it when D is TMA-addressable, GemmParams::tma_store).
   bool tma_store = false;
@@ -52,7 +55,7 @@ struct GemmPlan {
   // CTAs per cluster the GEMM kernel is launched in (1: none): the staged kernel's cluster_m, or
   // the swapped kernel's splits when they sum in clusters.
   int launch_cluster() const {
-    return swap ? (choice.sm90.cluster_split ? choice.splits : 1) : cluster_m;
+    return swap || direct ? (choice.sm90.cluster_split ? choice.splits : 1) : cluster_m;
   }
 };
 

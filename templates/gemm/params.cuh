@@ -70,6 +70,12 @@ struct GemmParams {
   // Staged sm90 kernel with Cfg::kTmaStore: 1 when the launch passed a tensor map of D (its base
   // 16-byte aligned, its row pitch a multiple of 16 bytes), else 0 (register stores).
   int tma_store;
+  // The direct small-M sm90 kernel (gemm/sm90/direct.cuh), which reads both operands' packed codes
+  // itself (no tensor maps): their base pointers (16-byte aligned) and row pitches in bytes
+  // (K / 2, multiples of 16). Null elsewhere.
+  const unsigned char* a_codes;
+  const unsigned char* b_codes;
+  long long a_code_ld, b_code_ld;
 };
 
 #if defined(__CUDACC__)

@@ -105,6 +105,20 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
         out.push_back(codegen::gemm_sm90_kernel(spec, sw, arch));
         out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch, true));
       }
+    // The direct small-M kernel (mx): its default, and promotion every K tile and every 4th with
+    // split-K in clusters and other ring depths.
+    if (spec.path == GemmPath::mx) {
+      codegen::GemmSm90Config dk = codegen::default_sm90_direct_config(spec);
+      out.push_back(codegen::gemm_sm90_kernel(spec, dk, arch));
+      for (int period : {1, 4}) {
+        dk.period = period;
+        dk.cluster_split = period == 4;
+        dk.packed_stages = period == 4 ? 6 : 2;
+        dk.exp_stages = period == 4 ? 4 : 12;
+        dk.raster_along_m = false;
+        out.push_back(codegen::gemm_sm90_kernel(spec, dk, arch));
+      }
+    }
     if (promote)
       for (int period : {1, 8}) {
         c.period = period;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -288,7 +289,65 @@ TEST(GemmStubs, SwappedKernelSplitsKInClusters) {
       codegen::gemm_spec(nvfp4, GemmOp::fprop, 4096, 16384, DType::bf16, "sm_90a");
   rejects("sw=1,bn=128,ps=4,rg=8m,pp=4,cs=1,sk=1", nv, "takes 2..8 splits");
   rejects("sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=12", deep, "takes 2..8 splits");
-  rejects("sg=1,bn=256,ps=4,rg=8m,cs=1,sk=1", nv, "applies to the swapped kernel (sw=1) only");
+  rejects("sg=1,bn=256,ps=4,rg=8m,cs=1,sk=1", nv,
+          "applies to the swapped (sw=1) and direct (dk=1) kernels only");
+}
+
+TEST(GemmStubs, DirectKernelForFewRowsOfMx) {
+  // Its choice: 128 x 128 tiles, split-K over segments to fill the SMs once (N = 4096 at 128
+  // rows: 32 tiles x 4 splits through the workspace; 64 tiles x 2 splits in clusters), unsplit
+  // where the tiles fill half of them; the text round-trips with the same grid; one kernel, no
+  // expansion, no fallback.
+  const Recipe mxfp4 = parse_recipe("mxfp4");
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(mxfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  for (const auto& [m, splits, cluster, grid] :
+       {std::tuple{128, 4, false, 128}, std::tuple{1, 4, false, 128}, std::tuple{256, 2, true, 128},
+        std::tuple{512, 1, false, 128}}) {
+    const codegen::GemmChoice c = codegen::choose_sm90_direct(mx, m, 132);
+    EXPECT_TRUE(c.sm90.direct);
+    EXPECT_EQ(c.splits, splits) << m;
+    EXPECT_EQ(c.sm90.cluster_split, cluster) << m;
+    EXPECT_EQ(c.grid, grid) << m;
+    const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+    EXPECT_EQ(text.rfind("dk=1,", 0), 0u) << text;
+    const codegen::GemmChoice back = cuda::parse_gemm_choice(text, mx, m, 132, "sm_90a");
+    EXPECT_EQ(cuda::gemm_choice_text(back, "sm_90a"), text);
+    EXPECT_EQ(back.grid, c.grid) << text;
+    const std::vector<KernelSource> ks = codegen::gemm_kernels(mx, c, m, 132, "sm_90a");
+    ASSERT_EQ(ks.size(), 1u) << text;
+    EXPECT_NE(ks[0].source().find("#include \"gemm/sm90/direct.cuh\""), std::string::npos);
+    EXPECT_NE(ks[0].source().find("gemm_direct_kernel<"), std::string::npos) << ks[0].source();
+  }
+  // The plan: no tensor maps' boxes, no expansion or fallback, the workspace of 4 splits of 32
+  // tiles (the clusters' none).
+  const codegen::GemmChoice c = codegen::choose_sm90_direct(mx, 128, 132);
+  const cuda::GemmPlan plan =
+      cuda::plan_gemm(mxfp4, GemmOp::fprop, {128, 4096, 4096}, DType::bf16, {"sm_90a", 132}, &c);
+  EXPECT_TRUE(plan.direct);
+  EXPECT_FALSE(plan.staged || plan.swap);
+  EXPECT_TRUE(plan.expand.empty());
+  EXPECT_TRUE(plan.fallback.empty());
+  EXPECT_EQ(plan.threads, 384);
+  EXPECT_EQ(plan.tiles, 32);
+  EXPECT_EQ(plan.workspace_floats, 32 * 4 * 128 * 128);
+  EXPECT_EQ(plan.launch_cluster(), 1);
+  const codegen::GemmChoice c2 = codegen::choose_sm90_direct(mx, 256, 132);
+  const cuda::GemmPlan plan2 =
+      cuda::plan_gemm(mxfp4, GemmOp::fprop, {256, 4096, 4096}, DType::bf16, {"sm_90a", 132}, &c2);
+  EXPECT_EQ(plan2.workspace_floats, 0);
+  EXPECT_EQ(plan2.launch_cluster(), 2);
+  // Other paths, tiles and out-of-range fields are refused by name.
+  const codegen::GemmSpec nv =
+      codegen::gemm_spec(parse_recipe("nvfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
+  rejects("dk=1,ps=4,es=8,rg=8m,pp=2,sk=1", nv, "mx operands only");
+  rejects("dk=1,bn=64,ps=4,es=8,rg=8m,pp=2,sk=1", mx, "tile of A is 128 rows");
+  rejects("dk=1,ps=9,es=8,rg=8m,pp=2,sk=1", mx, "ps (stages of A) in 2..8");
+  rejects("dk=1,ps=4,es=1,rg=8m,pp=2,sk=1", mx, "es (stages of B) in 2..16");
+  rejects("dk=1,ps=4,es=8,rg=8m,pp=8,sk=1", mx, "must be 1, 2 or 4 for the direct kernel");
+  rejects("dk=1,ps=8,es=16,rg=8m,pp=2,sk=1", mx, "exceed 227 KB");
+  rejects("dk=1,sw=1,ps=4,es=8,rg=8m,pp=2,sk=1", mx, "takes no sg, sw or cm");
+  rejects("dk=1,ps=4,es=8,rg=8m,pp=2,cs=1,sk=1", mx, "takes 2..8 splits");
 }
 
 }  // namespace
