@@ -4,10 +4,11 @@
 // Frobenius error over sampled rows (all columns) <= 1e-4, every element written. Operands are
 // quantized by the CUDA backend and read back, so the check covers the GEMM alone (the epilogues'
 // own suites: gpu_gemm_epilogue_test.cpp, in the same binary). Every case runs on the
-// fused and the staged sm90 kernel, the mx and nv recipes' also on the swapped one
-// (FP4JIT_SM90_GEMM=fused|staged|swap); "stress" cases spread the block scales of a row over more
-// binades than the expansions' window, so the staged or swapped launch must hand the product to
-// the fused kernel; "wide" rows hold each promotion segment inside the window but not a whole row
+// fused and the staged sm90 kernel, the mx and nv recipes' also on the swapped one, the mx
+// recipes' on the direct one (FP4JIT_SM90_GEMM=fused|staged|swap|direct); "stress" cases spread
+// the block scales of a row over more binades than the expansions' window, so the staged or
+// swapped launch must hand the product to the fused kernel (the direct one recomputes its units
+// exactly on the CUDA cores); "wide" rows hold each promotion segment inside the window but not a whole row
 // (the staged mx kernel's window for B); "shift" cases scale A down and B up by the same power of
 // two (the staged mx kernel's range for its factors applied apart). Skipped without a GPU.
 #include "tests/gpu/gpu_gemm_common.hpp"
@@ -146,6 +147,30 @@ std::vector<GemmCase> gemm_cases() {
             std::pair{"sw=1,bn=64,ps=6,rg=8n,pp=1,cs=1,sk=2", GemmShape{256, 8192, 1024}}})
         out.push_back({recipe, op.value, shape, choice, false});
     }
+  // The direct small-M kernel (mx): its choice ("direct") at few and many rows of A (one token
+  // tile of 128, several, ragged), ragged N and K ending inside a segment or a K tile, other ring
+  // depths, periods and split-K (the workspace; clusters of 3 over a ragged K, clusters of two
+  // walking several tiles each); stress cases leave the window (the exact recompute on the CUDA
+  // cores), outlier-heavy operands, wide rows, and A's and B's values shifted apart.
+  for (const char* recipe : {"mxfp4", "tetrajet"})
+    for (const auto& op : gemm_op_names()) {
+      for (const GemmShape& s :
+           {GemmShape{1, 3000, 4096}, GemmShape{100, 1000, 1440}, GemmShape{128, 4096, 4096},
+            GemmShape{300, 640, 2048}, GemmShape{129, 8192, 1056}})
+        out.push_back({recipe, op.value, s, "direct", false});
+      for (const auto& [choice, shape] :
+           {std::pair{"dk=1,ps=2,es=3,rg=8n,pp=1,sk=5", GemmShape{200, 1000, 1440}},
+            std::pair{"dk=1,ps=6,es=4,rg=8m,pp=4,cs=1,sk=3", GemmShape{100, 1000, 4096}},
+            std::pair{"dk=1,ps=4,es=8,rg=8m,pp=2,cs=1,sk=2", GemmShape{256, 8192, 1024}}})
+        out.push_back({recipe, op.value, shape, choice, false});
+      out.push_back({recipe, op.value, {64, 384, 1024}, "direct", true});
+      out.push_back({recipe, op.value, {200, 1000, 1440}, "dk=1,ps=4,es=8,rg=8m,pp=2,sk=3", true});
+      out.push_back({recipe, op.value, {256, 256, 512}, "direct", false, true, 1e-4});
+      for (int shift : {40, 80})
+        out.push_back({recipe, op.value, {256, 384, 2048}, "direct", false, false, 1e-4, false, shift});
+    }
+  for (const char* recipe : {"mxfp4", "tetrajet"})
+    out.push_back({recipe, GemmOp::fprop, {256, 1000, 4096}, "direct", false, false, 1e-4, true});
   // Wide rows (fprop: both operands row-wise along K): the staged mx kernel, whose window for B
   // spans B's whole row, hands the product to the fused kernel; the swapped one (per segment)
   // keeps it. nvfp4 (no window) alongside.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "runtime/tuning_keys.hpp"
@@ -323,6 +324,20 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
   for (int splits : {2, 3, 4, 6, 8}) EXPECT_EQ(clusters.count({64, splits}), 1u) << splits;
   EXPECT_TRUE(
       std::any_of(small.begin(), small.end(), [](const auto& c) { return !c.choice.sm90.swap; }));
+  // The direct kernel too (mx), unsplit and with split-K through the workspace or in clusters, at
+  // the heuristic's promotion period and every K tile.
+  std::set<std::tuple<int, bool, int>> directs;  // (splits, in clusters, period)
+  for (const auto& c : small)
+    if (c.choice.sm90.direct)
+      directs.insert({c.choice.splits, c.choice.sm90.cluster_split, c.choice.sm90.period});
+  for (const auto& d : {std::tuple{1, false, 2}, std::tuple{4, false, 2}, std::tuple{2, true, 2},
+                        std::tuple{8, true, 1}})
+    EXPECT_EQ(directs.count(d), 1u) << std::get<0>(d) << " " << std::get<1>(d);
+  EXPECT_TRUE(std::none_of(small.begin(), small.end(), [](const auto& c) {
+    return c.choice.sm90.direct && c.choice.sm90.period > 2;
+  }));
+  EXPECT_TRUE(std::none_of(space.begin(), space.end(),
+                           [](const auto& c) { return c.choice.sm90.direct; }));  // nvfp4
   EXPECT_THROW(
       cuda::parse_gemm_choice("bn=128,ps=7,es=4,rg=8m,il=0,sk=999", spec, 256, 132, "sm_90a"),
       Error);
