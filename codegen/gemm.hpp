@@ -63,12 +63,12 @@ struct GemmSm90Config {
   // The direct small-M kernel (templates/gemm/sm90/direct.cuh, mx): one launch from both packed
   // operands, A expanded by the CTA's producer warpgroup into a ring of packed_stages stages, B
   // copied by each consumer thread into a ring of exp_stages stages and expanded into registers;
-  // block_n (rows of A per tile) is 128, period its K tiles per promotion segment.
+  // block_n (rows of A per tile) is 64 or 128, period its K tiles per promotion segment.
   bool direct = false;
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
   // period is not 1, ",cm=2" for clusters of two, ",ts=1" for TMA stores of D); swapped
   // "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1" with cluster split-K); direct
-  // "dk=1,ps=4,es=8,rg=8m,pp=2" (",cs=1" likewise)
+  // "dk=1,bn=128,ps=4,es=8,rg=8m,pp=2" (",cs=1" likewise)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
 };
@@ -86,9 +86,9 @@ bool sm90_staged_tma_store_default(DType out);
 int sm90_staged_epi_out_bytes(const GemmSpec& spec, const GemmSm90Config& config);
 // The swapped kernel's config for a tile of block_t rows of A: as many stages as fit (at most 8).
 GemmSm90Config default_sm90_swap_config(const GemmSpec& spec, int block_t);
-// The direct kernel's config (mx): kDirectAStages stages of A, kDirectBStages of B, the swapped
-// kernel's promotion period.
-GemmSm90Config default_sm90_direct_config(const GemmSpec& spec);
+// The direct kernel's config (mx) for a tile of block_t rows of A (64 or 128): kDirectAStages
+// stages of A, kDirectBStages of B, the swapped kernel's promotion period.
+GemmSm90Config default_sm90_direct_config(const GemmSpec& spec, int block_t);
 constexpr int kDirectAStages = 4, kDirectBStages = 8;
 
 // sm_100a: pipeline depth (tiles of 128 x 128, templates/gemm/sm100/config.cuh).
@@ -122,9 +122,10 @@ std::int64_t swap_max_rows(GemmPath path);
 // the tuner also tries clusters of up to kMaxClusterSplits).
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
-// The direct kernel's launch for M rows (mx): tiles of 128 x 128, K split over segments so that
-// the units fill the SMs once where the tiles alone leave half of them idle (split-K in clusters
-// of up to 2 CTAs, through the global workspace beyond).
+// The direct kernel's launch for M rows (mx): tiles of 64 rows of A up to 64 rows, and up to 128
+// where 128-row tiles would fill less than half of the SMs, else 128 (x 128 rows of B); K split
+// over segments so that the units fill the SMs once where the tiles alone leave half of them idle
+// (split-K in clusters of 2 CTAs, through the global workspace beyond).
 GemmChoice choose_sm90_direct(const GemmSpec& spec, std::int64_t m, int sm_count);
 // Tiles of the swapped kernel: ceil(m / block_t) x ceil(n / 128).
 std::int64_t sm90_swap_tiles(std::int64_t m, std::int64_t n, int block_t);

@@ -41,8 +41,9 @@ std::string sm90_declarations(const GemmSpec& spec, const GemmSm90Config& config
 
 std::string GemmSm90Config::text() const {
   if (direct)
-    return fmt::format("dk=1,ps={},es={},rg={}{},pp={}{}", packed_stages, exp_stages, raster_group,
-                       raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
+    return fmt::format("dk=1,bn={},ps={},es={},rg={}{},pp={}{}", block_n, packed_stages, exp_stages,
+                       raster_group, raster_along_m ? "m" : "n", period,
+                       cluster_split ? ",cs=1" : "");
   if (swap)
     return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
@@ -75,9 +76,10 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     if (staged || swap || cluster_m != 1)
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: the direct kernel takes no sg, sw or cm", text());
-    if (block_n != 128)
+    if (block_n != 64 && block_n != 128)
       fail(ErrorKind::invalid_argument,
-           "gemm_sm90 config {}: the direct kernel's tile of A is 128 rows (bn=128)", text());
+           "gemm_sm90 config {}: bn (rows of A per tile) must be 64 or 128 for the direct kernel",
+           text());
     if (packed_stages < 2 || packed_stages > 8)
       fail(ErrorKind::invalid_argument, "gemm_sm90 config {}: ps (stages of A) in 2..8", text());
     if (exp_stages < 2 || exp_stages > 16)
@@ -88,7 +90,7 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
            "gemm_sm90 config {}: pp (K tiles per promotion) must be 1, 2 or 4 for the direct "
            "kernel",
            text());
-    const sm90::DirectGeometry g = sm90::direct_geometry(packed_stages, exp_stages);
+    const sm90::DirectGeometry g = sm90::direct_geometry(block_n, packed_stages, exp_stages);
     if (g.smem_bytes > 227 * 1024)
       fail(ErrorKind::invalid_argument,
            "gemm_sm90 config {}: {} bytes of shared memory exceed 227 KB", text(), g.smem_bytes);
@@ -219,10 +221,10 @@ GemmSm90Config default_sm90_staged_config(const GemmSpec& spec, int block_n, boo
   return c;
 }
 
-GemmSm90Config default_sm90_direct_config(const GemmSpec& spec) {
+GemmSm90Config default_sm90_direct_config(const GemmSpec& spec, int block_t) {
   GemmSm90Config c;
   c.direct = true;
-  c.block_n = 128;
+  c.block_n = block_t;
   c.period = spec.path == GemmPath::mx ? sm90::kSwapPeriodMx : 1;
   c.packed_stages = kDirectAStages;
   c.exp_stages = kDirectBStages;

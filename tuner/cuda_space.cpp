@@ -163,30 +163,33 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
         }
     }
   }
-  // The direct small-M kernel (mx): ring depths of A and B, promotion every 1, 2 or 4 K tiles
-  // (the accuracy of the heuristic's period or better: a longer one only where the heuristic's
-  // is), split-K through global memory or within clusters.
+  // The direct small-M kernel (mx): tiles of 64 or 128 rows of A, ring depths of A and B,
+  // promotion every K tile or at the heuristic's period (never longer: its accuracy or better),
+  // split-K through global memory or within clusters.
   if (spec.path == codegen::GemmPath::mx && m <= 2 * codegen::swap_max_rows(spec.path)) {
-    const codegen::GemmSm90Config base = codegen::default_sm90_direct_config(spec);
-    const std::int64_t tiles = codegen::sm90_swap_tiles(m, spec.n, 128);
-    const int units = cuda::sm90_split_units(spec, base);
-    const int hs = codegen::choose_sm90_direct(spec, m, sm_count).splits;
-    for (const auto& [as, bs] : {std::pair{0, 0}, std::pair{2, -4}, std::pair{-2, 4}})
-      for (int period : {1, base.period})
-        for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
-          if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
-          for (bool cluster : {false, true}) {
-            if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
-            codegen::GemmChoice c = h;
-            c.sm90 = base;
-            c.sm90.packed_stages = base.packed_stages + as;
-            c.sm90.exp_stages = base.exp_stages + bs;
-            c.sm90.period = period;
-            c.sm90.cluster_split = cluster;
-            c.splits = splits;
-            consider(c);
+    for (int bt : {64, 128}) {
+      if (bt == 64 && m > 128) continue;
+      const codegen::GemmSm90Config base = codegen::default_sm90_direct_config(spec, bt);
+      const std::int64_t tiles = codegen::sm90_swap_tiles(m, spec.n, bt);
+      const int units = cuda::sm90_split_units(spec, base);
+      const int hs = codegen::choose_sm90_direct(spec, m, sm_count).splits;
+      for (const auto& [as, bs] : {std::pair{0, 0}, std::pair{2, -4}, std::pair{-2, 4}})
+        for (int period : {1, base.period})
+          for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
+            if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
+            for (bool cluster : {false, true}) {
+              if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
+              codegen::GemmChoice c = h;
+              c.sm90 = base;
+              c.sm90.packed_stages = base.packed_stages + as;
+              c.sm90.exp_stages = base.exp_stages + bs;
+              c.sm90.period = period;
+              c.sm90.cluster_split = cluster;
+              c.splits = splits;
+              consider(c);
+            }
           }
-        }
+    }
   }
   order_by_distance(out);
   return out;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include "core/log.hpp"
@@ -137,6 +138,8 @@ gemm::GemmParams gemm_params(const GemmPlan& plan, const GemmLayouts& l, const Q
     p.b_codes = static_cast<const unsigned char*>(b.codes);
     p.a_code_ld = plan.a_row_bytes;
     p.b_code_ld = plan.b_row_bytes;
+    const char* strict = std::getenv("FP4JIT_DIRECT_STRICT");
+    p.direct_strict = strict != nullptr && std::string_view(strict) == "1" ? 1 : 0;
   }
   return p;
 }

@@ -67,7 +67,6 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.swap = v != 0;
     } else if (key == "dk" && !sm100) {
       c.sm90.direct = v != 0;
-      if (c.sm90.direct) c.sm90.block_n = 128;  // its only tile of A
     } else if (key == "bn") {
       c.sm90.block_n = v;
       c.sm100.block_n = v;
@@ -147,11 +146,11 @@ GemmPlan make_plan(const Recipe& recipe, GemmOp op, const GemmShape& shape, DTyp
     p.a_swizzle = p.b_swizzle = 128;
   } else if (p.choice.sm90.direct) {
     // Both operands packed, read by the kernel itself (no tensor maps, no expansion launch, no
-    // fallback): tiles of 128 rows of A x 128 rows of B.
+    // fallback): tiles of block_n rows of A x 128 rows of B.
     const codegen::GemmSm90Config& c = p.choice.sm90;
-    const sm90::DirectGeometry g = sm90::direct_geometry(c.packed_stages, c.exp_stages);
+    const sm90::DirectGeometry g = sm90::direct_geometry(c.block_n, c.packed_stages, c.exp_stages);
     p.direct = true;
-    p.block_m = 128;
+    p.block_m = c.block_n;
     p.block_n = 128;
     p.threads = g.threads;
     p.smem_bytes = g.smem_bytes;

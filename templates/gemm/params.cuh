@@ -76,6 +76,10 @@ struct GemmParams {
   const unsigned char* a_codes;
   const unsigned char* b_codes;
   long long a_code_ld, b_code_ld;
+  // The direct kernel: 1 makes a unit whose blocks leave the exact window stop the kernel (a
+  // launch error) instead of recomputing it on the CUDA cores: proof that a call ran the tensor-
+  // core path (FP4JIT_DIRECT_STRICT=1; diagnostics and tests). 0 otherwise.
+  int direct_strict;
 };
 
 #if defined(__CUDACC__)

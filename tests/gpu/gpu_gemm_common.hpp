@@ -68,6 +68,24 @@ class KernelOverride {
   KernelOverride& operator=(const KernelOverride&) = delete;
 };
 
+// Sets FP4JIT_DIRECT_STRICT=1 for the scope of a test when `on`: the direct kernel then stops
+// (a launch error) rather than recompute a unit outside its window, so a case whose operands lie
+// inside it proves the tensor-core path ran.
+class DirectStrict {
+ public:
+  explicit DirectStrict(bool on) : on_(on) {
+    if (on_) setenv("FP4JIT_DIRECT_STRICT", "1", 1);
+  }
+  ~DirectStrict() {
+    if (on_) unsetenv("FP4JIT_DIRECT_STRICT");
+  }
+  DirectStrict(const DirectStrict&) = delete;
+  DirectStrict& operator=(const DirectStrict&) = delete;
+
+ private:
+  bool on_;
+};
+
 template <class T>
 cuda::DeviceBuffer upload(const std::vector<T>& v) {
   cuda::DeviceBuffer b(std::max<std::size_t>(v.size() * sizeof(T), 16));

@@ -105,10 +105,12 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
         out.push_back(codegen::gemm_sm90_kernel(spec, sw, arch));
         out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch, true));
       }
-    // The direct small-M kernel (mx): its default, and promotion every K tile and every 4th with
-    // split-K in clusters and other ring depths.
+    // The direct small-M kernel (mx): both tiles of A's rows, and promotion every K tile and every
+    // 4th with split-K in clusters and other ring depths.
     if (spec.path == GemmPath::mx) {
-      codegen::GemmSm90Config dk = codegen::default_sm90_direct_config(spec);
+      codegen::GemmSm90Config dk = codegen::default_sm90_direct_config(spec, 64);
+      out.push_back(codegen::gemm_sm90_kernel(spec, dk, arch));
+      dk = codegen::default_sm90_direct_config(spec, 128);
       out.push_back(codegen::gemm_sm90_kernel(spec, dk, arch));
       for (int period : {1, 4}) {
         dk.period = period;

@@ -294,18 +294,21 @@ TEST(GemmStubs, SwappedKernelSplitsKInClusters) {
 }
 
 TEST(GemmStubs, DirectKernelForFewRowsOfMx) {
-  // Its choice: 128 x 128 tiles, split-K over segments to fill the SMs once (N = 4096 at 128
-  // rows: 32 tiles x 4 splits through the workspace; 64 tiles x 2 splits in clusters), unsplit
-  // where the tiles fill half of them; the text round-trips with the same grid; one kernel, no
+  // Its choice: tiles of 64 rows of A up to 128 rows where 128-row tiles would fill less than
+  // half of the SMs (N = 4096: 32 tiles), else 128; split-K over segments to fill the SMs once
+  // (64 tiles x 2 splits in clusters; 32 tiles x 4 splits through the workspace), unsplit where
+  // the tiles fill half of them; the text round-trips with the same grid; one kernel, no
   // expansion, no fallback.
   const Recipe mxfp4 = parse_recipe("mxfp4");
   const codegen::GemmSpec mx =
       codegen::gemm_spec(mxfp4, GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
-  for (const auto& [m, splits, cluster, grid] :
-       {std::tuple{128, 4, false, 128}, std::tuple{1, 4, false, 128}, std::tuple{256, 2, true, 128},
-        std::tuple{512, 1, false, 128}}) {
+  for (const auto& [m, bt, splits, cluster, grid] :
+       {std::tuple{128, 64, 2, true, 128}, std::tuple{1, 64, 4, false, 128},
+        std::tuple{129, 128, 2, true, 128}, std::tuple{256, 128, 2, true, 128},
+        std::tuple{512, 128, 1, false, 128}}) {
     const codegen::GemmChoice c = codegen::choose_sm90_direct(mx, m, 132);
     EXPECT_TRUE(c.sm90.direct);
+    EXPECT_EQ(c.sm90.block_n, bt) << m;
     EXPECT_EQ(c.splits, splits) << m;
     EXPECT_EQ(c.sm90.cluster_split, cluster) << m;
     EXPECT_EQ(c.grid, grid) << m;
@@ -320,28 +323,31 @@ TEST(GemmStubs, DirectKernelForFewRowsOfMx) {
     EXPECT_NE(ks[0].source().find("gemm_direct_kernel<"), std::string::npos) << ks[0].source();
   }
   // The plan: no tensor maps' boxes, no expansion or fallback, the workspace of 4 splits of 32
-  // tiles (the clusters' none).
-  const codegen::GemmChoice c = codegen::choose_sm90_direct(mx, 128, 132);
+  // tiles of 64 x 128 (the clusters' none).
+  const codegen::GemmChoice c = codegen::choose_sm90_direct(mx, 64, 132);
   const cuda::GemmPlan plan =
-      cuda::plan_gemm(mxfp4, GemmOp::fprop, {128, 4096, 4096}, DType::bf16, {"sm_90a", 132}, &c);
+      cuda::plan_gemm(mxfp4, GemmOp::fprop, {64, 4096, 4096}, DType::bf16, {"sm_90a", 132}, &c);
   EXPECT_TRUE(plan.direct);
   EXPECT_FALSE(plan.staged || plan.swap);
   EXPECT_TRUE(plan.expand.empty());
   EXPECT_TRUE(plan.fallback.empty());
   EXPECT_EQ(plan.threads, 384);
+  EXPECT_EQ(plan.block_m, 64);
   EXPECT_EQ(plan.tiles, 32);
-  EXPECT_EQ(plan.workspace_floats, 32 * 4 * 128 * 128);
+  EXPECT_EQ(plan.workspace_floats, 32 * 4 * 64 * 128);
   EXPECT_EQ(plan.launch_cluster(), 1);
   const codegen::GemmChoice c2 = codegen::choose_sm90_direct(mx, 256, 132);
   const cuda::GemmPlan plan2 =
       cuda::plan_gemm(mxfp4, GemmOp::fprop, {256, 4096, 4096}, DType::bf16, {"sm_90a", 132}, &c2);
+  EXPECT_EQ(plan2.block_m, 128);
   EXPECT_EQ(plan2.workspace_floats, 0);
   EXPECT_EQ(plan2.launch_cluster(), 2);
   // Other paths, tiles and out-of-range fields are refused by name.
   const codegen::GemmSpec nv =
       codegen::gemm_spec(parse_recipe("nvfp4"), GemmOp::fprop, 4096, 4096, DType::bf16, "sm_90a");
   rejects("dk=1,ps=4,es=8,rg=8m,pp=2,sk=1", nv, "mx operands only");
-  rejects("dk=1,bn=64,ps=4,es=8,rg=8m,pp=2,sk=1", mx, "tile of A is 128 rows");
+  rejects("dk=1,bn=192,ps=4,es=8,rg=8m,pp=2,sk=1", mx,
+          "bn (rows of A per tile) must be 64 or 128 for the direct kernel");
   rejects("dk=1,ps=9,es=8,rg=8m,pp=2,sk=1", mx, "ps (stages of A) in 2..8");
   rejects("dk=1,ps=4,es=1,rg=8m,pp=2,sk=1", mx, "es (stages of B) in 2..16");
   rejects("dk=1,ps=4,es=8,rg=8m,pp=8,sk=1", mx, "must be 1, 2 or 4 for the direct kernel");

@@ -7,20 +7,21 @@
 // rows those fixed parts alone took about as long as cuBLASLt's whole FP8 GEMM
 // (bench/gemm_sm90_notes.md, "The small-M call's kernels, one by one"). Here one launch does all:
 //
-// 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x 128 rows of A, and
+// 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x BLOCK_T rows of A, and
 // a K split of whole segments of kPeriod K tiles of 128 elements):
-//   warpgroup 0 (producer): thread m owns row m of the A tile. Per segment it loads its row's
-//           codes and scale codes, takes the segment's reference ref = the largest scale code of
+//   warpgroup 0 (producer): thread m owns row m of the A tile (BLOCK_T = Cfg::BLOCK_N: 64 or 128
+//           rows; with 64 its last two warps idle). Its row's codes arrive by cp.async in a
+//           staging ring kAPre K tiles ahead, its scale codes a segment ahead; per segment it takes the segment's reference ref = the largest scale code of
 //           its blocks with nonzero codes (NaN codes aside), and writes each K tile as E4M3 bytes
 //           of E2M1 * 2^(e - ref + 6) (e2m1x8_to_e4m3_lut, shift t = e - ref + 14) into a ring of
-//           kAStages stages (128 rows x 128 bytes, 128-byte swizzle) with the row's factor
+//           kAStages stages (BLOCK_T rows x 128 bytes, 128-byte swizzle) with the row's factor
 //           2^(ref - 133) (NaN when a code is NaN), then arrives on the stage's full barrier.
 //   warpgroups 1, 2 (consumers): 64 rows of B each. Each thread copies its own 16 bytes per row
 //           and K tile (rows r0, r1 of the fragment; block tig of the tile: one block, one scale)
 //           from global memory into its slots of a ring of kBStages stages with cp.async, kBStages
 //           K tiles ahead, expands them into the register fragment with the block's shift table
 //           (the segment's reference of its row, across the quad's lanes), and issues 4
-//           register-A QGMMA (m64n128k32) per K tile on A's stage into a segment accumulator,
+//           register-A QGMMA (m64nBLOCK_Tk32) per K tile on A's stage into a segment accumulator,
 //           promoted into FP32 with b_factor[row] * a_factor[token] after the segment's last K
 //           tile. Split-K as in the swapped kernel: through a global workspace, or within a
 //           cluster of one CTA per split through distributed shared memory.
@@ -43,13 +44,14 @@ namespace fp4jit::sm90 {
 template <class Cfg>
 struct DirectTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
-  static constexpr int BLOCK_T = 128;  // rows of A (tokens) per tile: wgmma's N
+  static constexpr int BLOCK_T = Cfg::BLOCK_N;  // rows of A (tokens) per tile: wgmma's N
   static constexpr int BLOCK_W = 128;  // rows of B per tile: two warpgroups of 64
   static constexpr int BLOCK_K = 128;
   static constexpr int kAStages = Cfg::kPackedStages;
   static constexpr int kBStages = Cfg::kExpandedStages;
   static constexpr int kPeriod = Cfg::kPeriod;
-  static constexpr DirectGeometry G = direct_geometry(kAStages, kBStages);
+  static constexpr int kAPre = kDirectAPre;  // A's codes staged this many K tiles ahead
+  static constexpr DirectGeometry G = direct_geometry(BLOCK_T, kAStages, kBStages);
   static constexpr int kThreads = 384;
   static constexpr int kTransformThreads = 128;  // the producer warpgroup (epilogue.cuh's name)
   static constexpr int kConsumers = 256;
@@ -64,8 +66,9 @@ struct DirectTraits {
   using MmaF16 = WgmmaRS_f16<BLOCK_T>;
   using MmaBF16 = WgmmaRS_bf16<BLOCK_T>;
   static_assert(kKind == ScaleKind::mx, "the direct kernel multiplies mx operands only");
-  static_assert(Cfg::BLOCK_N == 128, "the direct kernel's tile of A is 128 rows");
+  static_assert(BLOCK_T == 64 || BLOCK_T == 128, "BLOCK_N (tokens per tile): 64 or 128");
   static_assert(kPeriod == 1 || kPeriod == 2 || kPeriod == 4, "kPeriod: 1, 2 or 4");
+  static_assert(kAPre >= kPeriod, "A's staging holds a whole segment");
   static_assert(kAStages >= 2 && kAStages <= 8, "A stages: 2..8");
   static_assert(kBStages >= 2 && kBStages <= 16, "B stages: 2..16");
   static_assert(G.smem_bytes <= 227 * 1024, "shared memory exceeds 227 KB: fewer stages");
@@ -79,6 +82,10 @@ struct DirectSmem : AlignedSmem {
   __device__ __forceinline__ unsigned a(int s) const { return addr + s * T::G.a_stage_bytes; }
   __device__ __forceinline__ unsigned b(int s) const {
     return addr + T::G.b_offset + s * T::G.b_stage_bytes;
+  }
+  // A's staging slot s, block b: 16 bytes per row of the tile, row after row.
+  __device__ __forceinline__ unsigned a_stage(int s, int b) const {
+    return addr + T::G.stage_offset + (s * 4 + b) * T::BLOCK_T * 16;
   }
   __device__ __forceinline__ unsigned a_factor(int s) const {
     return addr + T::G.factor_offset + s * T::G.a_factor_bytes;
@@ -206,7 +213,8 @@ __device__ __forceinline__ void direct_load_seg(const GemmParams& p, int n0, con
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int n = n0 + (i ? rw.r1 : rw.r0);
-    unsigned e = 0u, inv = 0u;
+    // Bytes past the period hold no block.
+    unsigned e = 0u, inv = T::kPeriod == 4 ? 0u : 0xFFFFFFFFu << (8 * T::kPeriod);
 #pragma unroll
     for (int t = 0; t < T::kPeriod; ++t) {
       const int blk = 4 * (kt0 + t) + rw.tig;
@@ -260,7 +268,7 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < T::kAStages; ++s) {
-      mbar_init(sm.full(s), 4);   // one arrival per producer warp
+      mbar_init(sm.full(s), T::BLOCK_T / 32);  // one arrival per producer warp with rows
       mbar_init(sm.empty(s), 8);  // one arrival per consumer warp
     }
     if constexpr (Cfg::kSplitCluster) {            // one arrival per CTA of the cluster
@@ -289,9 +297,11 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
   RingSlot<T::kAStages> pos;
 
   if (tid < 128) {
-    // Producer: row m of each unit's A tile.
+    // Producer: row m of each unit's A tile. Its codes arrive by cp.async into the thread's
+    // slots of a staging ring kAPre K tiles ahead; its scale codes a segment ahead in registers.
     setmaxnreg_dec<T::kProducerRegs>();
     const int m = tid;
+    if (m >= T::BLOCK_T) return;  // 64-row tiles: two producer warps
     const unsigned sw = static_cast<unsigned>(m & 7);
     int i = 0;  // the CTA's unit count
     for (int u = first; u < sched.units; u += stride, ++i) {
@@ -302,50 +312,92 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
       const unsigned char* codes = p.a_codes + static_cast<long long>(row_ok ? row : 0) * p.a_code_ld;
       const unsigned char* scales =
           p.a_scale + static_cast<long long>(row_ok ? row : 0) * p.a_scale_ld;
-      bool fail = false;
-      for (int kt0 = w.kt_begin; kt0 < w.kt_end; kt0 += T::kPeriod) {
-        const int seg_end = min(kt0 + T::kPeriod, w.kt_end);
-        uint4 c[T::kPeriod][4];
-        unsigned e[T::kPeriod][4];
-        unsigned ref = 0u;
-        bool nan = false;
+      // K tile kt's 4 blocks into staging slot `slot` (zero past M and K), one commit group per
+      // K tile (empty past the unit's end).
+      const auto stage_codes = [&](int kt, int slot) {
+        if (kt < w.kt_end)
 #pragma unroll
-        for (int t = 0; t < T::kPeriod; ++t)
+          for (int b = 0; b < 4; ++b) {
+            const int blk = 4 * kt + b;
+            cp_async16(sm.a_stage(slot, b) + 16u * static_cast<unsigned>(m),
+                       codes + 16 * (blk < blocks ? blk : 0), row_ok && blk < blocks);
+          }
+        cp_async_commit();
+      };
+      // Segment kt0's scale codes: word t holds its K tile t's 4 blocks (0xFF..: past M or K, as
+      // invalid); loaded a segment ahead.
+      const auto load_scales = [&](int kt0, unsigned(&e)[T::kPeriod], unsigned(&inv)[T::kPeriod]) {
+#pragma unroll
+        for (int t = 0; t < T::kPeriod; ++t) {
+          e[t] = 0u;
+          inv[t] = 0u;
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
             const int blk = 4 * (kt0 + t) + b;
-            const bool valid = row_ok && kt0 + t < seg_end && blk < blocks;
-            c[t][b] = direct_ldg16(codes + 16 * blk, valid);
-            e[t][b] = valid ? static_cast<unsigned>(scales[blk]) : 0u;
-            const bool nz = ((c[t][b].x | c[t][b].y | c[t][b].z | c[t][b].w) & 0x77777777u) != 0u;
-            if (valid && e[t][b] == 0xFFu) nan = true;
-            // Blocks that take no part: invalid, all-zero codes, NaN scales.
-            if (!valid || !nz || e[t][b] == 0xFFu) e[t][b] = 0x100u;
-            else ref = max(ref, e[t][b]);
+            if (row_ok && kt0 + t < w.kt_end && blk < blocks)
+              e[t] |= static_cast<unsigned>(scales[blk]) << (8 * b);
+            else
+              inv[t] |= 0xFFu << (8 * b);
           }
+        }
+      };
+#pragma unroll 1
+      for (int j = 0; j < T::kAPre; ++j) stage_codes(w.kt_begin + j, j);
+      int slot = 0;
+      bool fail = false;
+      unsigned e_cur[T::kPeriod], inv_cur[T::kPeriod], e_nxt[T::kPeriod], inv_nxt[T::kPeriod];
+      load_scales(w.kt_begin, e_cur, inv_cur);
+      for (int kt0 = w.kt_begin; kt0 < w.kt_end; kt0 += T::kPeriod) {
+        const int seg_end = min(kt0 + T::kPeriod, w.kt_end);
+        if (kt0 + T::kPeriod < w.kt_end) load_scales(kt0 + T::kPeriod, e_nxt, inv_nxt);
+        // The segment's K tiles have landed (the oldest kPeriod groups of kAPre).
+        cp_async_wait<T::kAPre - T::kPeriod>();
+        // Blocks that take no part in the reference: invalid, all-zero codes, NaN scales.
+        unsigned skip[T::kPeriod];
+        unsigned ref = 0u;
+        bool nan = false;
+#pragma unroll
+        for (int t = 0; t < T::kPeriod; ++t) {
+          skip[t] = inv_cur[t];
+          if (kt0 + t >= seg_end) continue;
+          const int sl = (slot + t) % T::kAPre;
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            unsigned c0, c1, c2, c3;
+            lds128(sm.a_stage(sl, b) + 16u * static_cast<unsigned>(m), c0, c1, c2, c3);
+            const unsigned code = (e_cur[t] >> (8 * b)) & 0xFFu;
+            const bool valid = ((inv_cur[t] >> (8 * b)) & 0xFFu) == 0u;
+            if (valid && code == 0xFFu) nan = true;
+            if (!valid || ((c0 | c1 | c2 | c3) & 0x77777777u) == 0u || code == 0xFFu)
+              skip[t] |= 0xFFu << (8 * b);
+            else
+              ref = max(ref, code);
+          }
+        }
         const float factor = nan ? __uint_as_float(0x7FC00000u)
                                  : pow2f(static_cast<int>(ref) - 127 - kLutMaxShift + kLutBias);
 #pragma unroll
         for (int t = 0; t < T::kPeriod; ++t) {
           if (kt0 + t >= seg_end) break;
-          unsigned lo[4][4], hi[4][4];
+          unsigned l[4], h[4], c[4][4];
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
+            lds128(sm.a_stage(slot, b) + 16u * static_cast<unsigned>(m), c[b][0], c[b][1],
+                   c[b][2], c[b][3]);
             int shift = kLutZero;
-            if (e[t][b] != 0x100u) {
-              shift = static_cast<int>(e[t][b]) - static_cast<int>(ref) + kLutMaxShift;
+            if (((skip[t] >> (8 * b)) & 0xFFu) == 0u) {
+              shift = static_cast<int>((e_cur[t] >> (8 * b)) & 0xFFu) - static_cast<int>(ref) +
+                      kLutMaxShift;
               if (shift < 0) {
                 fail = true;
                 shift = kLutZero;
               }
             }
-            unsigned l, h;
-            lds64(sm.table() + 8 * shift, l, h);
-            e2m1x8_to_e4m3_lut(c[t][b].x, l, h, lo[b][0], hi[b][0]);
-            e2m1x8_to_e4m3_lut(c[t][b].y, l, h, lo[b][1], hi[b][1]);
-            e2m1x8_to_e4m3_lut(c[t][b].z, l, h, lo[b][2], hi[b][2]);
-            e2m1x8_to_e4m3_lut(c[t][b].w, l, h, lo[b][3], hi[b][3]);
+            lds64(sm.table() + 8 * shift, l[b], h[b]);
           }
+          // The staging slot is read: refill it kAPre K tiles ahead.
+          stage_codes(kt0 + t + T::kAPre, slot);
+          if (++slot == T::kAPre) slot = 0;
           // A failure is published before the stage that carries it.
           if (fail) *sm.fail(i) = static_cast<unsigned>(i + 1);
           const int s = pos.slot();
@@ -353,15 +405,24 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
           const unsigned rowp = sm.a(s) + 128u * static_cast<unsigned>(m);
 #pragma unroll
           for (int st = 0; st < 4; ++st) {
-            sts128(rowp + 16u * ((2u * st) ^ sw), lo[0][st], lo[1][st], lo[2][st], lo[3][st]);
-            sts128(rowp + 16u * ((2u * st + 1u) ^ sw), hi[0][st], hi[1][st], hi[2][st], hi[3][st]);
+            unsigned lo[4], hi[4];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) e2m1x8_to_e4m3_lut(c[b][st], l[b], h[b], lo[b], hi[b]);
+            sts128(rowp + 16u * ((2u * st) ^ sw), lo[0], lo[1], lo[2], lo[3]);
+            sts128(rowp + 16u * ((2u * st + 1u) ^ sw), hi[0], hi[1], hi[2], hi[3]);
           }
           sts32(sm.a_factor(s) + 4u * static_cast<unsigned>(m), __float_as_uint(factor));
           fence_proxy_async();  // the stores are visible to the wgmmas (async proxy)
           warp_arrive(sm.full(s));
           pos.advance();
         }
+#pragma unroll
+        for (int t = 0; t < T::kPeriod; ++t) {
+          e_cur[t] = e_nxt[t];
+          inv_cur[t] = inv_nxt[t];
+        }
       }
+      cp_async_wait<0>();  // the unit's trailing groups
     }
     return;
   }
@@ -475,7 +536,10 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
     // thread has waited for) or of B (any consumer's) outside the window: the exact recompute.
     if (fail) *sm.fail(i) = static_cast<unsigned>(i + 1);
     named_barrier_sync(3, T::kConsumers);
-    if (*sm.fail(i) == static_cast<unsigned>(i + 1)) direct_exact_unit<T>(p, w, rw, acc);
+    if (*sm.fail(i) == static_cast<unsigned>(i + 1)) {
+      if (p.direct_strict != 0) __trap();
+      direct_exact_unit<T>(p, w, rw, acc);
+    }
 
     if constexpr (Cfg::kSplitCluster) {
       swap_cluster_store<Cfg, T>(p, w, rw, acc, sm, passes);

@@ -117,14 +117,16 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, in
 }
 
 // The direct small-M kernel (direct.cuh, mx): shared memory of a CTA of 384 threads. Rings: A's
-// expanded K tiles (a_stages x 128 tokens x 128 E4M3 bytes, 128-byte swizzle) with their tokens'
+// expanded K tiles (a_stages x block_t tokens x 128 E4M3 bytes, 128-byte swizzle) with their tokens'
 // segment factors, and B's packed K tiles as each consumer thread copied them (b_stages x 2 rows x
-// 256 threads x 16 bytes); the epilogue's [64][132] FP32 tile; the A ring's mbarriers and the
+// 256 threads x 16 bytes); A's packed K tiles as the producer copied them (kDirectAPre x block_t
+// rows x 64 bytes); the epilogue's [64][132] FP32 tile; the A ring's mbarriers and the
 // cluster reduction's two; the E4M3 shift tables; scratch (the split-K flag, the window-failure
 // slots).
 struct DirectGeometry {
-  int a_stage_bytes, b_stage_bytes, a_factor_bytes;
-  int b_offset, factor_offset, epi_offset, barrier_offset, table_offset, scratch_offset;
+  int a_stage_bytes, b_stage_bytes, a_factor_bytes, staging_bytes;
+  int b_offset, stage_offset, factor_offset, epi_offset, barrier_offset, table_offset,
+      scratch_offset;
   int smem_bytes;
   int threads;
 };
@@ -132,14 +134,17 @@ struct DirectGeometry {
 // Window-failure words, by the CTA's unit count modulo this: more than the units the producer can
 // run ahead of the consumers (at most a stage each, 8 stages).
 constexpr int kDirectFailSlots = 16;
+constexpr int kDirectAPre = 4;  // K tiles of A's packed codes the producer stages ahead
 
-FP4JIT_GEMM_CONSTEXPR DirectGeometry direct_geometry(int a_stages, int b_stages) {
+FP4JIT_GEMM_CONSTEXPR DirectGeometry direct_geometry(int block_t, int a_stages, int b_stages) {
   DirectGeometry g{};
-  g.a_stage_bytes = 128 * 128;
+  g.a_stage_bytes = block_t * 128;  // 1024-byte multiples: the swizzle atoms stay aligned
   g.b_stage_bytes = 2 * 256 * 16;
-  g.a_factor_bytes = 128 * 4;
+  g.a_factor_bytes = block_t * 4;
+  g.staging_bytes = kDirectAPre * block_t * 64;  // A's packed K tiles (4 x 16 bytes a row)
   g.b_offset = a_stages * g.a_stage_bytes;
-  g.factor_offset = g.b_offset + b_stages * g.b_stage_bytes;
+  g.stage_offset = g.b_offset + b_stages * g.b_stage_bytes;
+  g.factor_offset = g.stage_offset + g.staging_bytes;
   g.epi_offset = g.factor_offset + a_stages * g.a_factor_bytes;
   g.barrier_offset = g.epi_offset + 64 * (128 + 4) * 4;
   g.table_offset = g.barrier_offset + (2 * a_stages + 2) * 8;
