@@ -168,7 +168,12 @@ std::vector<GemmCase> gemm_cases() {
         out.push_back({recipe, op.value, shape, choice, false});
       out.push_back({recipe, op.value, {64, 384, 1024}, "direct", true});
       out.push_back({recipe, op.value, {200, 1000, 1440}, "dk=1,bn=64,ps=4,es=8,rg=8m,pp=2,sk=3", true});
-      out.push_back({recipe, op.value, {256, 256, 512}, "direct", false, true, 1e-4});
+      // Outlier-heavy operands: within the staged kernel's 2e-4, at the default period and
+      // promoting every K tile alike (mxfp4's wgrad 1.02e-4 both ways on an H200: each K step of
+      // this kernel mixes the 4 blocks of a K tile, so the tensor cores' sum inside one step
+      // already drops low bits of the blocks scaled below an outlier's; bench/gemm_sm90_notes.md).
+      for (const char* kernel : {"direct", "dk=1,bn=128,ps=4,es=8,rg=8m,pp=1,sk=1"})
+        out.push_back({recipe, op.value, {256, 256, 512}, kernel, false, true, 2e-4});
       for (int shift : {40, 80})
         out.push_back({recipe, op.value, {256, 384, 2048}, "direct", false, false, 1e-4, false, shift});
     }
