@@ -178,18 +178,12 @@ GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count) 
 }
 
 GemmChoice choose_sm90_direct(const GemmSpec& spec, std::int64_t m, int sm_count) {
-  GemmChoice c;
-  const std::int64_t sms = std::max(sm_count, 1);
-  int block_t = m <= 64 ? 64 : 128;
-  if (block_t == 128 && m <= 128 && 2 * sm90_swap_tiles(m, spec.n, 128) <= sms) block_t = 64;
-  c.sm90 = default_sm90_direct_config(spec, block_t);
-  const std::int64_t tiles = sm90_swap_tiles(m, spec.n, block_t);
-  const std::int64_t segments = ((spec.k + 127) / 128 + c.sm90.period - 1) / c.sm90.period;
-  c.splits = 2 * tiles > sms ? 1
-                             : static_cast<int>(std::clamp<std::int64_t>(
-                                   std::min<std::int64_t>(sms / tiles, segments), 1, 16));
-  c.sm90.cluster_split = c.splits == 2;
-  c.grid = sm90_swap_grid(tiles, c.splits, c.sm90.cluster_split, sm_count);
+  // The swapped kernel's tiles and split-K (the same units: 128 rows of B, whole segments of the
+  // same period) with the direct kernel's config.
+  GemmChoice c = choose_sm90_swap(spec, m, sm_count);
+  const bool cluster_split = c.sm90.cluster_split;
+  c.sm90 = default_sm90_direct_config(spec, c.sm90.block_n);
+  c.sm90.cluster_split = cluster_split;
   return c;
 }
 

@@ -138,57 +138,53 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
       consider(c);
     }
   }
+  // The small-M kernels' split-K: over segments through global memory or (2..8 splits) within
+  // clusters, where the tiles leave SMs idle; each choice of `base` passed to consider.
+  const auto small_m_splits = [&](const codegen::GemmSm90Config& base, std::int64_t tiles, int hs) {
+    const int units = cuda::sm90_split_units(spec, base);
+    for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
+      if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
+      for (bool cluster : {false, true}) {
+        if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
+        codegen::GemmChoice c = h;
+        c.sm90 = base;
+        c.sm90.cluster_split = cluster;
+        c.splits = splits;
+        consider(c);
+      }
+    }
+  };
   // The swapped small-M kernel (mx, nv): B expanded in registers, A once; tile of 64 or 128
-  // rows of A, ring depths, split-K over segments through global memory or (2..8 splits) within
-  // clusters.
+  // rows of A, ring depths.
   if (m <= 2 * codegen::swap_max_rows(spec.path)) {
+    const int hs = codegen::choose_sm90_swap(spec, m, sm_count).splits;
     for (int bt : {64, 128}) {
       if (bt == 64 && m > 128) continue;
-      const codegen::GemmSm90Config base = codegen::default_sm90_swap_config(spec, bt);
+      codegen::GemmSm90Config base = codegen::default_sm90_swap_config(spec, bt);
       const std::int64_t tiles = codegen::sm90_swap_tiles(m, spec.n, bt);
-      const int units = cuda::sm90_split_units(spec, base);
-      const int hs = codegen::choose_sm90_swap(spec, m, sm_count).splits;
-      for (int depth : {0, -2})
-        for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
-          if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
-          for (bool cluster : {false, true}) {
-            if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
-            codegen::GemmChoice c = h;
-            c.sm90 = base;
-            c.sm90.packed_stages = base.packed_stages + depth;
-            c.sm90.cluster_split = cluster;
-            c.splits = splits;
-            consider(c);
-          }
-        }
+      const int stages = base.packed_stages;
+      for (int depth : {0, -2}) {
+        base.packed_stages = stages + depth;
+        small_m_splits(base, tiles, hs);
+      }
     }
   }
   // The direct small-M kernel (mx): tiles of 64 or 128 rows of A, ring depths of A and B,
-  // promotion every K tile or at the heuristic's period (never longer: its accuracy or better),
-  // split-K through global memory or within clusters.
+  // promotion every K tile or at the heuristic's period (never longer: its accuracy or better).
   if (spec.path == codegen::GemmPath::mx && m <= 2 * codegen::swap_max_rows(spec.path)) {
+    const int hs = codegen::choose_sm90_direct(spec, m, sm_count).splits;
     for (int bt : {64, 128}) {
       if (bt == 64 && m > 128) continue;
-      const codegen::GemmSm90Config base = codegen::default_sm90_direct_config(spec, bt);
+      const codegen::GemmSm90Config d = codegen::default_sm90_direct_config(spec, bt);
       const std::int64_t tiles = codegen::sm90_swap_tiles(m, spec.n, bt);
-      const int units = cuda::sm90_split_units(spec, base);
-      const int hs = codegen::choose_sm90_direct(spec, m, sm_count).splits;
       for (const auto& [as, bs] : {std::pair{0, 0}, std::pair{2, -4}, std::pair{-2, 4}})
-        for (int period : {1, base.period})
-          for (int splits : std::set<int>{1, 2, 3, 4, 6, 8, hs}) {
-            if (splits > units || (splits > 1 && tiles >= sm_count)) continue;
-            for (bool cluster : {false, true}) {
-              if (cluster && (splits < 2 || splits > codegen::kMaxClusterSplits)) continue;
-              codegen::GemmChoice c = h;
-              c.sm90 = base;
-              c.sm90.packed_stages = base.packed_stages + as;
-              c.sm90.exp_stages = base.exp_stages + bs;
-              c.sm90.period = period;
-              c.sm90.cluster_split = cluster;
-              c.splits = splits;
-              consider(c);
-            }
-          }
+        for (int period : {1, d.period}) {
+          codegen::GemmSm90Config base = d;
+          base.packed_stages = d.packed_stages + as;
+          base.exp_stages = d.exp_stages + bs;
+          base.period = period;
+          small_m_splits(base, tiles, hs);
+        }
     }
   }
   order_by_distance(out);

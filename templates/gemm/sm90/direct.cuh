@@ -113,19 +113,6 @@ struct DirectSmem : AlignedSmem {
   }
 };
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // A packed 16-byte chunk of codes (zero where invalid).
 __device__ __forceinline__ uint4 direct_ldg16(const unsigned char* p, bool valid) {
   uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -541,38 +528,9 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
       direct_exact_unit<T>(p, w, rw, acc);
     }
 
-    if constexpr (Cfg::kSplitCluster) {
-      swap_cluster_store<Cfg, T>(p, w, rw, acc, sm, passes);
-      continue;
-    }
-    if (!splitk_reduce<T>(p, w, sm.split_flag(), acc)) continue;
-
-    // Epilogue through shared memory, 64 rows of A (D's rows) per pass (as swap.cuh).
-    const float base = epilogue_base<T::kKind>(p);
-    const unsigned epi = sm.epi();
-    const bool vec4 = swap_vec4<Cfg>(p);
-#pragma unroll
-    for (int h = 0; h < T::BLOCK_T / 64; ++h) {
-      named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
-      swap_stage_pass<T>(epi, rw, acc, h);
-      named_barrier_sync(3, T::kConsumers);
-#pragma unroll 1
-      for (int e = ctid; e < 64 * 32; e += T::kConsumers) {
-        const int ml = e >> 5, nl = (e & 31) * 4;
-        const int m = w.m0 + 64 * h + ml, n = w.n0 + nl;
-        if (m >= p.M || n >= p.N) continue;
-        float x[4];
-        lds128(epi + 4 * (ml * T::kEpiLd + nl), reinterpret_cast<unsigned&>(x[0]),
-               reinterpret_cast<unsigned&>(x[1]), reinterpret_cast<unsigned&>(x[2]),
-               reinterpret_cast<unsigned&>(x[3]));
-        swap_store4<Cfg>(p, m, n, x, base, vec4);
-      }
-    }
+    swap_store_unit<Cfg, T>(p, w, rw, acc, sm, passes);
   }
-  // Peers read this CTA's epilogue tile until they arrive on its free barrier for the last pass;
-  // its shared memory must outlive that.
-  if constexpr (Cfg::kSplitCluster)
-    if (passes > 0) mbar_wait_cluster(sm.red_free(), (passes - 1) & 1u);
+  swap_cluster_drain<Cfg>(sm, passes);
 #endif
 }
 

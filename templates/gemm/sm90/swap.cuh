@@ -388,6 +388,51 @@ __device__ __forceinline__ void swap_cluster_store(const GemmParams& p, const Wo
     }
 }
 
+// A unit's partial sums in acc to D (the swapped and direct kernels): split-K within a cluster
+// (Cfg::kSplitCluster, swap_cluster_store) or through the global workspace (splitk_reduce: only
+// the last split stores), then the epilogue through shared memory, 64 rows of A (D's rows) per
+// pass, each warp writing whole 512-byte rows of D's tile. A compact loop: it runs once per unit,
+// cold in the instruction cache (the fragment-order version, 64 scattered stores, was 2x the code).
+template <class Cfg, class T, class Smem>
+__device__ __forceinline__ void swap_store_unit(const GemmParams& p, const WorkUnit& w,
+                                                const ConsumerRows& rw, float (&acc)[T::kAccum],
+                                                const Smem& sm, unsigned& passes) {
+  if constexpr (Cfg::kSplitCluster) {
+    swap_cluster_store<Cfg, T>(p, w, rw, acc, sm, passes);
+    return;
+  }
+  if (!splitk_reduce<T>(p, w, sm.split_flag(), acc)) return;
+  const int ctid = static_cast<int>(threadIdx.x) - 128;
+  const float base = epilogue_base<T::kKind>(p);
+  const unsigned epi = sm.epi();
+  const bool vec4 = swap_vec4<Cfg>(p);
+#pragma unroll
+  for (int h = 0; h < T::BLOCK_T / 64; ++h) {
+    named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
+    swap_stage_pass<T>(epi, rw, acc, h);
+    named_barrier_sync(3, T::kConsumers);
+#pragma unroll 1
+    for (int e = ctid; e < 64 * 32; e += T::kConsumers) {
+      const int ml = e >> 5, nl = (e & 31) * 4;
+      const int m = w.m0 + 64 * h + ml, n = w.n0 + nl;
+      if (m >= p.M || n >= p.N) continue;
+      float x[4];
+      lds128(epi + 4 * (ml * T::kEpiLd + nl), reinterpret_cast<unsigned&>(x[0]),
+             reinterpret_cast<unsigned&>(x[1]), reinterpret_cast<unsigned&>(x[2]),
+             reinterpret_cast<unsigned&>(x[3]));
+      swap_store4<Cfg>(p, m, n, x, base, vec4);
+    }
+  }
+}
+
+// At a split-in-cluster kernel's end: peers read this CTA's epilogue tile until they arrive on its
+// free barrier for the last pass, so its shared memory must outlive that.
+template <class Cfg, class Smem>
+__device__ __forceinline__ void swap_cluster_drain(const Smem& sm, unsigned passes) {
+  if constexpr (Cfg::kSplitCluster)
+    if (passes > 0) mbar_wait_cluster(sm.red_free(), (passes - 1) & 1u);
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
     gemm_swap_kernel(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
@@ -614,40 +659,9 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
       if (step(fa, fb)) break;
       if (step(fb, fa)) break;
     }
-    if constexpr (Cfg::kSplitCluster) {
-      swap_cluster_store<Cfg, T>(p, w, rw, acc, sm, passes);
-      continue;
-    }
-    if (!splitk_reduce<T>(p, w, sm.split_flag(), acc)) continue;
-
-    // Epilogue through shared memory, 64 rows of A (D's rows) per pass; each warp writes whole
-    // 512-byte rows of D's tile. A compact loop: the epilogue runs once per unit, cold in the
-    // instruction cache, and the fragment-order version (64 scattered stores) was 2x the code.
-    const float base = epilogue_base<T::kKind>(p);
-    const unsigned epi = sm.epi();
-    const bool vec4 = swap_vec4<Cfg>(p);
-#pragma unroll
-    for (int h = 0; h < T::BLOCK_T / 64; ++h) {
-      named_barrier_sync(3, T::kConsumers);  // the previous pass's reads are done
-      swap_stage_pass<T>(epi, rw, acc, h);
-      named_barrier_sync(3, T::kConsumers);
-#pragma unroll 1
-      for (int e = ctid; e < 64 * 32; e += T::kConsumers) {
-        const int ml = e >> 5, nl = (e & 31) * 4;
-        const int m = w.m0 + 64 * h + ml, n = w.n0 + nl;
-        if (m >= p.M || n >= p.N) continue;
-        float x[4];
-        lds128(epi + 4 * (ml * T::kEpiLd + nl), reinterpret_cast<unsigned&>(x[0]),
-               reinterpret_cast<unsigned&>(x[1]), reinterpret_cast<unsigned&>(x[2]),
-               reinterpret_cast<unsigned&>(x[3]));
-        swap_store4<Cfg>(p, m, n, x, base, vec4);
-      }
-    }
+    swap_store_unit<Cfg, T>(p, w, rw, acc, sm, passes);
   }
-  // Peers read this CTA's epilogue tile until they arrive on its free barrier for the last pass;
-  // its shared memory must outlive that.
-  if constexpr (Cfg::kSplitCluster)
-    if (passes > 0) mbar_wait_cluster(sm.red_free(), (passes - 1) & 1u);
+  swap_cluster_drain<Cfg>(sm, passes);
 #endif
 }
 
