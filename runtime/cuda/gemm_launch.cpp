@@ -246,9 +246,9 @@ void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, 
     const int cluster = plan.launch_cluster();
     int grid = plan.choice.grid;
     if (cluster > 1)
-      grid = std::min(grid, modules_->max_active_clusters(plan.kernel, plan.threads,
-                                                          plan.smem_bytes, cluster) *
-                                cluster);
+      grid = std::min(
+          grid, modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, cluster) *
+                    cluster);
     CUlaunchAttribute attrs[1];
     unsigned n = 0;
     if (cluster > 1) attrs[n++] = cluster_attribute(cluster);

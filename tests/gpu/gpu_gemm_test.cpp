@@ -8,9 +8,9 @@
 // recipes' on the direct one (FP4JIT_SM90_GEMM=fused|staged|swap|direct); "stress" cases spread
 // the block scales of a row over more binades than the expansions' window, so the staged or
 // swapped launch must hand the product to the fused kernel (the direct one recomputes its units
-// exactly on the CUDA cores); "wide" rows hold each promotion segment inside the window but not a whole row
-// (the staged mx kernel's window for B); "shift" cases scale A down and B up by the same power of
-// two (the staged mx kernel's range for its factors applied apart). Skipped without a GPU.
+// exactly on the CUDA cores); "wide" rows hold each promotion segment inside the window but not a
+// whole row (the staged mx kernel's window for B); "shift" cases scale A down and B up by the same
+// power of two (the staged mx kernel's range for its factors applied apart). Skipped without a GPU.
 #include "tests/gpu/gpu_gemm_common.hpp"
 
 namespace fp4jit::test {
@@ -31,7 +31,8 @@ TEST_P(GpuGemm, MatchesDoubleReference) {
   {
     const KernelOverride kernel(c.kernel);
     // The direct kernel on operands inside its window: its tensor-core path, never the recompute.
-    const DirectStrict strict((c.kernel == "direct" || c.kernel.rfind("dk=1", 0) == 0) && !c.stress);
+    const DirectStrict strict((c.kernel == "direct" || c.kernel.rfind("dk=1", 0) == 0) &&
+                              !c.stress);
     engine.gemm(s.recipe, c.op, s.a->view, s.b->view, sh,
                 TensorView{out.get(), DType::f32, sh.m, sh.n, 0}, e);
   }
@@ -167,7 +168,8 @@ std::vector<GemmCase> gemm_cases() {
             std::pair{"dk=1,bn=64,ps=4,es=8,rg=8n,pp=2,sk=1", GemmShape{200, 1000, 1440}}})
         out.push_back({recipe, op.value, shape, choice, false});
       out.push_back({recipe, op.value, {64, 384, 1024}, "direct", true});
-      out.push_back({recipe, op.value, {200, 1000, 1440}, "dk=1,bn=64,ps=4,es=8,rg=8m,pp=2,sk=3", true});
+      out.push_back(
+          {recipe, op.value, {200, 1000, 1440}, "dk=1,bn=64,ps=4,es=8,rg=8m,pp=2,sk=3", true});
       // Outlier-heavy operands: within the staged kernel's 2e-4, at the default period and
       // promoting every K tile alike (mxfp4's wgrad 1.02e-4 both ways on an H200: each K step of
       // this kernel mixes the 4 blocks of a K tile, so the tensor cores' sum inside one step
@@ -175,7 +177,8 @@ std::vector<GemmCase> gemm_cases() {
       for (const char* kernel : {"direct", "dk=1,bn=128,ps=4,es=8,rg=8m,pp=1,sk=1"})
         out.push_back({recipe, op.value, {256, 256, 512}, kernel, false, true, 2e-4});
       for (int shift : {40, 80})
-        out.push_back({recipe, op.value, {256, 384, 2048}, "direct", false, false, 1e-4, false, shift});
+        out.push_back(
+            {recipe, op.value, {256, 384, 2048}, "direct", false, false, 1e-4, false, shift});
     }
   for (const char* recipe : {"mxfp4", "tetrajet"})
     out.push_back({recipe, GemmOp::fprop, {256, 1000, 4096}, "direct", false, false, 1e-4, true});

@@ -7,15 +7,16 @@
 // rows those fixed parts alone took about as long as cuBLASLt's whole FP8 GEMM
 // (bench/gemm_sm90_notes.md, "The small-M call's kernels, one by one"). Here one launch does all:
 //
-// 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x BLOCK_T rows of A, and
-// a K split of whole segments of kPeriod K tiles of 128 elements):
+// 384 threads, one CTA per SM, persistent over units (a tile of 128 rows of B x BLOCK_T rows of
+// A, and a K split of whole segments of kPeriod K tiles of 128 elements):
 //   warpgroup 0 (producer): thread m owns row m of the A tile (BLOCK_T = Cfg::BLOCK_N: 64 or 128
 //           rows; with 64 its last two warps idle). Its row's codes arrive by cp.async in a
-//           staging ring kAPre K tiles ahead, its scale codes a segment ahead; per segment it takes the segment's reference ref = the largest scale code of
-//           its blocks with nonzero codes (NaN codes aside), and writes each K tile as E4M3 bytes
-//           of E2M1 * 2^(e - ref + 6) (e2m1x8_to_e4m3_lut, shift t = e - ref + 14) into a ring of
-//           kAStages stages (BLOCK_T rows x 128 bytes, 128-byte swizzle) with the row's factor
-//           2^(ref - 133) (NaN when a code is NaN), then arrives on the stage's full barrier.
+//           staging ring kAPre K tiles ahead, its scale codes a segment ahead. Per segment it
+//           takes the reference ref = the largest scale code of its blocks with nonzero codes (NaN
+//           codes aside) and writes each K tile as E4M3 bytes of E2M1 * 2^(e - ref + 6)
+//           (e2m1x8_to_e4m3_lut, shift t = e - ref + 14) into a ring of kAStages stages (BLOCK_T
+//           rows x 128 bytes, 128-byte swizzle) with the row's factor 2^(ref - 133) (NaN when a
+//           code is NaN), then arrives on the stage's full barrier.
 //   warpgroups 1, 2 (consumers): 64 rows of B each. Each thread copies its own 16 bytes per row
 //           and K tile (rows r0, r1 of the fragment; block tig of the tile: one block, one scale)
 //           from global memory into its slots of a ring of kBStages stages with cp.async, kBStages
@@ -27,14 +28,17 @@
 //           cluster of one CTA per split through distributed shared memory.
 // Element order: thread tig's word s of its 16 bytes (elements 32 tig + 8 s .. + 7 of the K tile)
 // feeds K step s: its elements 0..3 at fragment positions 4 tig .. 4 tig + 3 (a0 / a1), 4..7 at
-// 16 + 4 tig .. (a2 / a3). The producer writes A's K tile in the same order: position 32 s + 4 b + i
-// holds element 32 b + 8 s + i, position 32 s + 16 + 4 b + i element 32 b + 8 s + 4 + i. Both
+// 16 + 4 tig .. (a2 / a3). The producer writes A's K tile in the same order: position 32 s + 4 b +
+// i holds element 32 b + 8 s + i, position 32 s + 16 + 4 b + i element 32 b + 8 s + 4 + i. Both
 // operands take the same permutation of K, so the product is unchanged.
 // Exactness: every shift lies in [0, 14] (E2M1 * 2^(t - 8) exact in E4M3) when each row's blocks
 // in a segment lie within 14 binades of its largest (A: blocks with nonzero codes; B: every block,
 // from its scale codes alone). A unit where some block of A or B does not recomputes its partial
 // product on the CUDA cores, block by block in FP32 (direct_exact_unit), before its epilogue: no
 // window flag, no second kernel, never an approximation.
+// Measured on an H200 at 64-256 rows: 0.47-0.86x the swapped path's whole call, and on
+// outlier-heavy operands less accurate (a K step mixes the 4 blocks of a K tile), so it is a
+// tuner candidate, not the heuristic's (bench/gemm_sm90_notes.md, "The direct small-M kernel").
 // Host side: runtime/cuda/gemm_launch.cpp (no tensor maps: GemmParams::a_codes / b_codes).
 #pragma once
 #include "gemm/sm90/swap.cuh"
@@ -45,7 +49,7 @@ template <class Cfg>
 struct DirectTraits {
   static constexpr ScaleKind kKind = Cfg::kKind;
   static constexpr int BLOCK_T = Cfg::BLOCK_N;  // rows of A (tokens) per tile: wgmma's N
-  static constexpr int BLOCK_W = 128;  // rows of B per tile: two warpgroups of 64
+  static constexpr int BLOCK_W = 128;           // rows of B per tile: two warpgroups of 64
   static constexpr int BLOCK_K = 128;
   static constexpr int kAStages = Cfg::kPackedStages;
   static constexpr int kBStages = Cfg::kExpandedStages;
@@ -94,7 +98,9 @@ struct DirectSmem : AlignedSmem {
   __device__ __forceinline__ unsigned long long* full(int s) const {
     return reinterpret_cast<unsigned long long*>(base + T::G.barrier_offset) + s;
   }
-  __device__ __forceinline__ unsigned long long* empty(int s) const { return full(T::kAStages + s); }
+  __device__ __forceinline__ unsigned long long* empty(int s) const {
+    return full(T::kAStages + s);
+  }
   __device__ __forceinline__ unsigned long long* red_ready() const { return full(2 * T::kAStages); }
   __device__ __forceinline__ unsigned long long* red_free() const {
     return full(2 * T::kAStages + 1);
@@ -123,8 +129,8 @@ __device__ __forceinline__ uint4 direct_ldg16(const unsigned char* p, bool valid
 // E2M1 code (sign in bit 3) as a float: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
 __device__ __forceinline__ float direct_e2m1(unsigned c) {
   const unsigned m = c & 7u;
-  const float mag =
-      m < 2u ? 0.5f * static_cast<float>(m) : __uint_as_float((((m >> 1) + 126u) << 23) | ((m & 1u) << 22));
+  const float mag = m < 2u ? 0.5f * static_cast<float>(m)
+                           : __uint_as_float((((m >> 1) + 126u) << 23) | ((m & 1u) << 22));
   return (c & 8u) != 0u ? -mag : mag;
 }
 
@@ -134,8 +140,7 @@ __device__ __forceinline__ float direct_e2m1(unsigned c) {
 // * 2^(ea - 127) * 2^(eb - 127); NaN where a scale code is NaN.
 template <class T>
 __device__ __forceinline__ void direct_exact_unit(const GemmParams& p, const WorkUnit& w,
-                                                  const ConsumerRows& rw,
-                                                  float (&acc)[T::kAccum]) {
+                                                  const ConsumerRows& rw, float (&acc)[T::kAccum]) {
   float out[T::kAccum];  // indexed at run time (local memory): this path only
 #pragma unroll
   for (int i = 0; i < T::kAccum; ++i) out[i] = 0.0f;
@@ -147,7 +152,8 @@ __device__ __forceinline__ void direct_exact_unit(const GemmParams& p, const Wor
     if (n >= p.N) continue;
 #pragma unroll 1
     for (int blk = 4 * w.kt_begin; blk < b_end; ++blk) {
-      const uint4 bw = __ldg(reinterpret_cast<const uint4*>(p.b_codes + n * p.b_code_ld + 16 * blk));
+      const uint4 bw =
+          __ldg(reinterpret_cast<const uint4*>(p.b_codes + n * p.b_code_ld + 16 * blk));
       const unsigned eb = p.b_scale[static_cast<long long>(n) * p.b_scale_ld + blk];
       const unsigned bwords[4] = {bw.x, bw.y, bw.z, bw.w};
       float bv[32];
@@ -167,10 +173,9 @@ __device__ __forceinline__ void direct_exact_unit(const GemmParams& p, const Wor
 #pragma unroll
           for (int j = 0; j < 32; ++j)
             s = fmaf(direct_e2m1(awords[j / 8] >> (4 * (j % 8))), bv[j], s);
-          const float scaled = ea == 0xFFu || eb == 0xFFu
-                                   ? __uint_as_float(0x7FC00000u)
-                                   : s * pow2f(static_cast<int>(ea) - 127) *
-                                         pow2f(static_cast<int>(eb) - 127);
+          const float scaled = ea == 0xFFu || eb == 0xFFu ? __uint_as_float(0x7FC00000u)
+                                                          : s * pow2f(static_cast<int>(ea) - 127) *
+                                                                pow2f(static_cast<int>(eb) - 127);
           out[4 * v2 + 2 * v1 + v0] += scaled;
         }
     }
@@ -180,7 +185,7 @@ __device__ __forceinline__ void direct_exact_unit(const GemmParams& p, const Wor
 }
 
 // B's scale codes of one segment for the thread's two rows (byte t: K tile t of the segment; 0
-// where invalid), with `skip` marking invalid and NaN blocks (0xFF per byte).
+// where invalid), with `invalid` marking blocks past N, K or the period (0xFF per byte).
 struct DirectSegCodes {
   unsigned e[2], invalid[2];
 };
@@ -207,7 +212,8 @@ __device__ __forceinline__ void direct_load_seg(const GemmParams& p, int n0, con
       const int blk = 4 * (kt0 + t) + rw.tig;
       const bool valid = n < p.N && kt0 + t < kt_end && blk < blocks;
       if (valid)
-        e |= static_cast<unsigned>(p.b_scale[static_cast<long long>(n) * p.b_scale_ld + blk]) << (8 * t);
+        e |= static_cast<unsigned>(p.b_scale[static_cast<long long>(n) * p.b_scale_ld + blk])
+             << (8 * t);
       else
         inv |= 0xFFu << (8 * t);
     }
@@ -237,9 +243,8 @@ __device__ __forceinline__ DirectSegInfo direct_seg_info(const DirectSegCodes& c
     s.ref4[i] = m * 0x01010101u;
     const unsigned below = __vsub4(s.ref4[i], c.e[i]);  // ref - e per block, >= 0 where valid
     if ((__vcmpgtu4(below, 0x0E0E0E0Eu) & ~skip) != 0u) s.fail = true;
-    s.f[i] = any_nan != 0u
-                 ? __uint_as_float(0x7FC00000u)
-                 : pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias);
+    s.f[i] = any_nan != 0u ? __uint_as_float(0x7FC00000u)
+                           : pow2f(static_cast<int>(m) - 127 - kLutMaxShift + kLutBias);
   }
   return s;
 }
@@ -256,7 +261,7 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < T::kAStages; ++s) {
       mbar_init(sm.full(s), T::BLOCK_T / 32);  // one arrival per producer warp with rows
-      mbar_init(sm.empty(s), 8);  // one arrival per consumer warp
+      mbar_init(sm.empty(s), 8);               // one arrival per consumer warp
     }
     if constexpr (Cfg::kSplitCluster) {            // one arrival per CTA of the cluster
       if (p.splits < 2 || p.splits > 8) __trap();  // the host launches clusters of 2..8 splits
@@ -296,7 +301,8 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
       k_range(w);
       const int row = w.m0 + m;
       const bool row_ok = row < p.M;
-      const unsigned char* codes = p.a_codes + static_cast<long long>(row_ok ? row : 0) * p.a_code_ld;
+      const unsigned char* codes =
+          p.a_codes + static_cast<long long>(row_ok ? row : 0) * p.a_code_ld;
       const unsigned char* scales =
           p.a_scale + static_cast<long long>(row_ok ? row : 0) * p.a_scale_ld;
       // K tile kt's 4 blocks into staging slot `slot` (zero past M and K), one commit group per
@@ -369,8 +375,8 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
           unsigned l[4], h[4], c[4][4];
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
-            lds128(sm.a_stage(slot, b) + 16u * static_cast<unsigned>(m), c[b][0], c[b][1],
-                   c[b][2], c[b][3]);
+            lds128(sm.a_stage(slot, b) + 16u * static_cast<unsigned>(m), c[b][0], c[b][1], c[b][2],
+                   c[b][3]);
             int shift = kLutZero;
             if (((skip[t] >> (8 * b)) & 0xFFu) == 0u) {
               shift = static_cast<int>((e_cur[t] >> (8 * b)) & 0xFFu) - static_cast<int>(ref) +
@@ -420,7 +426,7 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
   // The thread's slots of B's stage: row r0's 16 bytes, then row r1's (consecutive threads,
   // consecutive 16 bytes: conflict-free).
   const unsigned b_slot = 16u * static_cast<unsigned>(ctid);
-  const auto promote = [&](const float(&tmp)[T::kAccum], int s, const float (&f)[2],
+  const auto promote = [&](const float(&tmp)[T::kAccum], int s, const float(&f)[2],
                            float(&acc)[T::kAccum]) {
     promote_fragment<T::BLOCK_T, true>(tmp, f[0], f[1], sm.a_factor(s), rw.tig, acc);
   };
@@ -432,8 +438,10 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
     k_range(w);
     const int n_0 = w.n0 + rw.r0, n_1 = w.n0 + rw.r1;
     const bool ok0 = n_0 < p.N, ok1 = n_1 < p.N;
-    const unsigned char* src0 = p.b_codes + static_cast<long long>(ok0 ? n_0 : 0) * p.b_code_ld + 16 * rw.tig;
-    const unsigned char* src1 = p.b_codes + static_cast<long long>(ok1 ? n_1 : 0) * p.b_code_ld + 16 * rw.tig;
+    const unsigned char* src0 =
+        p.b_codes + static_cast<long long>(ok0 ? n_0 : 0) * p.b_code_ld + 16 * rw.tig;
+    const unsigned char* src1 =
+        p.b_codes + static_cast<long long>(ok1 ? n_1 : 0) * p.b_code_ld + 16 * rw.tig;
     // B's K tile kt into ring slot bs (zero-filled past N and K), one commit group per K tile
     // (empty past the unit's end, so that the group count stays fixed).
     const auto fetch = [&](int kt, int bs) {
@@ -454,7 +462,7 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
     int bs = 0;  // B ring slot of the next K tile to expand
     // B's fragment of K tile kt (the expansion of tile kt; the segment info is recomputed at each
     // segment's first tile, the next segment's codes loaded then), then the slot refilled.
-    const auto expand = [&](int kt, unsigned(&fr)[16], float (&f)[2]) {
+    const auto expand = [&](int kt, unsigned(&fr)[16], float(&f)[2]) {
       if (kt == w.kt_begin || kt % T::kPeriod == 0) {
         seg = direct_seg_info<T>(raw);
         fail |= seg.fail;
@@ -495,8 +503,8 @@ __global__ void __launch_bounds__(DirectTraits<Cfg>::kThreads, 1)
     // One K tile: wait for A's stage, issue its wgmmas, expand the next tile's fragment while they
     // run, wait, promote after a segment's last tile, release the stage (as swap.cuh, each group
     // waited for before the next is issued).
-    const auto step = [&](const unsigned(&cur)[16], const float (&fcur)[2], unsigned(&nxt)[16],
-                          float (&fnxt)[2]) -> bool {
+    const auto step = [&](const unsigned(&cur)[16], const float(&fcur)[2], unsigned(&nxt)[16],
+                          float(&fnxt)[2]) -> bool {
       const bool seg_first = kt == w.kt_begin || kt % T::kPeriod == 0;
       const bool seg_last = (kt + 1) % T::kPeriod == 0 || kt + 1 == w.kt_end;
       const int s = pos.slot();

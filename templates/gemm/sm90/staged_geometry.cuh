@@ -117,10 +117,10 @@ FP4JIT_GEMM_CONSTEXPR SwapGeometry swap_geometry(ScaleKind kind, int block_t, in
 }
 
 // The direct small-M kernel (direct.cuh, mx): shared memory of a CTA of 384 threads. Rings: A's
-// expanded K tiles (a_stages x block_t tokens x 128 E4M3 bytes, 128-byte swizzle) with their tokens'
-// segment factors, and B's packed K tiles as each consumer thread copied them (b_stages x 2 rows x
-// 256 threads x 16 bytes); A's packed K tiles as the producer copied them (kDirectAPre x block_t
-// rows x 64 bytes); the epilogue's [64][132] FP32 tile; the A ring's mbarriers and the
+// expanded K tiles (a_stages x block_t tokens x 128 E4M3 bytes, 128-byte swizzle) with their
+// tokens' segment factors, and B's packed K tiles as each consumer thread copied them (b_stages x 2
+// rows x 256 threads x 16 bytes); A's packed K tiles as the producer copied them (kDirectAPre x
+// block_t rows x 64 bytes); the epilogue's [64][132] FP32 tile; the A ring's mbarriers and the
 // cluster reduction's two; the E4M3 shift tables; scratch (the split-K flag, the window-failure
 // slots).
 struct DirectGeometry {
