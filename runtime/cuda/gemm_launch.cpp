@@ -240,35 +240,22 @@ std::optional<codegen::GemmChoice> CudaBackend::tuned_gemm_choice(const Recipe& 
 void CudaBackend::launch_gemm_kernel(const GemmPlan& plan, const void* a_codes, const void* b_codes,
                                      const GemmShape& shape, gemm::GemmParams& p, CUstream s,
                                      bool dependent) {
-  if (plan.direct) {  // no tensor maps: the kernel reads the codes through p
-    CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
-    void* params[] = {&p};
-    const int cluster = plan.launch_cluster();
-    int grid = plan.choice.grid;
-    if (cluster > 1)
-      grid = std::min(
-          grid, modules_->max_active_clusters(plan.kernel, plan.threads, plan.smem_bytes, cluster) *
-                    cluster);
-    CUlaunchAttribute attrs[1];
-    unsigned n = 0;
-    if (cluster > 1) attrs[n++] = cluster_attribute(cluster);
-    const CUlaunchConfig config = launch_config(grid, plan.threads, plan.smem_bytes, s, attrs, n);
-    check(d_.launch_kernel_ex(&config, fn, params, nullptr),
-          "cuLaunchKernelEx (GEMM: the direct kernel)");
-    return;
-  }
-  CUtensorMap ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes,
-                              plan.a_box_rows, plan.a_swizzle);
-  CUtensorMap tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes,
-                              plan.b_box_rows, plan.b_swizzle);
   CUfunction fn = modules_->function_with_smem(plan.kernel, plan.smem_bytes);
-  // The staged kernel's third map is D's (unread unless p.tma_store).
-  CUtensorMap td{};
+  // The direct kernel takes p alone (it reads the codes through it); the others the operands'
+  // tensor maps first, the staged kernel a third, D's (unread unless p.tma_store).
+  CUtensorMap ta{}, tb{}, td{};
+  if (!plan.direct) {
+    ta = tensor_map(d_, a_codes, plan.a_row_bytes, shape.m, plan.a_box_bytes, plan.a_box_rows,
+                    plan.a_swizzle);
+    tb = tensor_map(d_, b_codes, plan.b_row_bytes, shape.n, plan.b_box_bytes, plan.b_box_rows,
+                    plan.b_swizzle);
+  }
   const bool staged = plan.staged && !plan.swap;
   p.tma_store = staged && plan.tma_store && output_tensor_map(d_, p, plan.spec.out, &td) ? 1 : 0;
+  void* params1[] = {&p};
   void* params3[] = {&ta, &tb, &p};
   void* params4[] = {&ta, &tb, &td, &p};
-  void** params = staged ? params4 : params3;
+  void** params = plan.direct ? params1 : staged ? params4 : params3;
   // Clusters along x (GemmPlan::launch_cluster): the persistent grid is as many whole clusters as
   // can be resident at once (a GPC may hold fewer of them than its SMs / cluster).
   const int cluster = plan.launch_cluster();
