@@ -10,7 +10,9 @@ profiler and prints, per call: the GPU span (first kernel start to last kernel e
 the GPU runs kernels (union of their intervals), the idle gaps between them (host work the GPU
 waits for), the host time of each Engine call (under the profiler, which slows the host), and
 each kernel's median duration and count; then, without the profiler, the host time to enqueue a
-step while the GPU is kept busy. --out writes the same as JSON.
+step while the GPU is kept busy. --in-a-row N also profiles N steps enqueued back to back (the
+"in a row" figure of torch_linear_bench.py): the GPU's idle time among them and its largest gaps,
+with the kernels on either side. --out writes the same as JSON.
 """
 import argparse
 import json
@@ -134,6 +136,44 @@ def profile_layer(layer, x, dy, warmup, iters):
             "timeline": timeline, "host": host}
 
 
+def profile_chain(layer, x, dy, chain, warmup, top=12):
+    """`chain` steps enqueued back to back after a synchronization (as torch_linear_bench.py's
+    "in a row" figure, gradients dropped before each step), under the profiler: the GPU span from
+    the first kernel's start to the last one's end, the time it runs kernels, its idle time, the
+    host's time from the chain's first call to its first kernel, and the largest idle gaps with
+    the kernels on either side (what the GPU waited for between them)."""
+    for _ in range(warmup):
+        layer(x).backward(dy)
+    torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+            torch.cuda.synchronize()
+            with torch.profiler.record_function("chain_start"):
+                pass
+            for _ in range(chain):
+                layer.zero_grad(set_to_none=True)
+                x.grad = None
+                layer(x).backward(dy)
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f).get("traceEvents", [])
+    events = sorted((e for e in trace if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")),
+                    key=lambda e: e["ts"])
+    marks = [e for e in trace if e.get("ph") == "X" and e.get("name") == "chain_start"]
+    span, busy = summarize(events)
+    gaps, prev_end, prev_name = [], None, None
+    for e in events:
+        if prev_end is not None and e["ts"] > prev_end:
+            gaps.append((e["ts"] - prev_end, prev_name, e["name"]))
+        if prev_end is None or e["ts"] + e["dur"] > prev_end:
+            prev_end, prev_name = e["ts"] + e["dur"], e["name"]
+    lead = events[0]["ts"] - marks[0]["ts"] if marks else float("nan")
+    return {"steps": chain, "span_us": span, "busy_us": busy, "lead_us": lead,
+            "gaps": sorted(gaps, reverse=True)[:top], "gap_count": len(gaps)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x4096x4096")
@@ -142,6 +182,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timeline", action="store_true", help="print the median call's kernels in order, with the gaps")
     ap.add_argument("--cprofile", action="store_true", help="also run the calls under cProfile: the host's Python and C time by function")
+    ap.add_argument("--in-a-row", type=int, default=0, metavar="N",
+                    help="also profile N steps enqueued back to back: span, idle, the largest gaps")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -159,6 +201,15 @@ def main(argv=None):
                 layer = fp4.Linear(fin, fout, recipe=recipe, device="cuda", dtype=torch.bfloat16)
             r = profile_layer(layer, x, dy, args.warmup, args.iters)
             r.update(shape=shape, layer=recipe, host_enqueue_us=host_enqueue_us(layer, x, dy))
+            if args.in_a_row:
+                c = profile_chain(layer, x, dy, args.in_a_row, args.warmup)
+                r["in_a_row"] = c
+                print("%s %s: %d steps in a row: GPU span %.1f us (%.1f a step), kernels busy %.1f, idle %.1f "
+                      "in %d gaps; first kernel %.1f us after the chain's start"
+                      % (shape, recipe, c["steps"], c["span_us"], c["span_us"] / c["steps"], c["busy_us"],
+                         c["span_us"] - c["busy_us"], c["gap_count"], c["lead_us"]))
+                for g, before, after in c["gaps"]:
+                    print("    gap %7.1f us after %s, before %s" % (g, before[:60], after[:60]))
             results.append(r)
             print("%s %s: GPU span %.1f us, kernels busy %.1f us, idle %.1f us; host enqueue of a step "
                   "(GPU busy, no profiler) %.1f us" % (shape, recipe, r["span_us"], r["busy_us"],
