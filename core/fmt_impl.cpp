@@ -1,7 +1,7 @@
 // fmt's compiled part, built once for the whole project. Every other file includes only fmt's
 // headers (no FMT_HEADER_ONLY): header-only fmt compiled its implementation into each of about
-// two hundred files, some 13 s of a CI core each. Kept inside fp4jit's own libraries and
-// binaries (static), so nothing needs a libfmt.so at run time.
+// two hundred files, some 13 s each on two busy cores. Kept inside fp4jit's own libraries and
+// binaries (static), so nothing needs a libfmt.so at run time. For fmt 9 (core/CMakeLists.txt).
 #include <fmt/format-inl.h>
 
 FMT_BEGIN_NAMESPACE
