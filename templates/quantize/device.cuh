@@ -5,6 +5,7 @@
 // provides the CUDA names used here (threadIdx, __shfl_xor_sync, __syncthreads, atomics, uint4,
 // __ldg, __ldcs) before including them, so this file needs no host branch beyond the arithmetic.
 #pragma once
+#include "numerics/cp_async.cuh"
 #include "quantize/config.cuh"
 
 #if defined(__CUDACC__)
@@ -189,9 +190,8 @@ FP4JIT_DEV uint4 load16(const void* p, bool streaming) {
 // copies at once.
 FP4JIT_DEV void cp_async16(void* smem, const void* gmem, int bytes) {
 #if defined(__CUDA_ARCH__)
-  const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes)
-               : "memory");
+  nx::cp_async16_shared(static_cast<u32>(__cvta_generic_to_shared(smem)), gmem,
+                        static_cast<u32>(bytes));
 #else
   const char* src = static_cast<const char*>(gmem);
   char* dst = static_cast<char*>(smem);
@@ -200,13 +200,13 @@ FP4JIT_DEV void cp_async16(void* smem, const void* gmem, int bytes) {
 }
 FP4JIT_DEV void cp_async_commit() {
 #if defined(__CUDA_ARCH__)
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  nx::cp_async_commit_group();
 #endif
 }
 template <int N>
 FP4JIT_DEV void cp_async_wait() {
 #if defined(__CUDA_ARCH__)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  nx::cp_async_wait_group<N>();
 #endif
 }
 // The same 16 bytes copied synchronously, element by element (input rows not 16-byte aligned:

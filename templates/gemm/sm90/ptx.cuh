@@ -1,7 +1,8 @@
 // Thin wrappers over the sm_90a PTX the GEMM uses: mbarriers, TMA tile loads, proxy fences,
 // wgmma group control, register reconfiguration, named barriers and warp reductions.
-// Device code only; compiles under nvcc and NVRTC (no headers needed).
+// Device code only; compiles under nvcc and NVRTC (no standard headers needed).
 #pragma once
+#include "numerics/cp_async.cuh"
 
 namespace fp4jit::sm90 {
 
@@ -124,21 +125,19 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// ---- cp.async (the direct kernel's per-thread copies) -----------------------------------------
+// ---- cp.async (the direct kernel's per-thread copies: numerics/cp_async.cuh) -----------------
 // 16 bytes from global memory into shared memory, L2 only (zeros where !valid: nothing is read).
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
+  nx::cp_async16_shared(dst, src, valid ? 16u : 0u);
 }
 // One commit group per call; cp_async_wait<N> waits until at most N of the thread's groups are
 // pending.
 __device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
+  nx::cp_async_commit_group();
 }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+  nx::cp_async_wait_group<N>();
 }
 
 // ---- wgmma group control ----------------------------------------------------------------------
