@@ -187,18 +187,22 @@ TEST(GpuQuantizeF8, ScaledSweepMatchesReference) {
 }
 
 // The tuner's and the benchmarks' timer measures a call's GPU time without the host's enqueueing:
-// a call that spends 2 ms on the host before a small quantize takes 2 ms or more by EventTimer
-// (the GPU idles until the launch) and well under 1 ms by GpuTimer; nothing at all takes under
-// 20 us.
+// a call that spends 5 ms on the host before a small quantize takes about 5 ms by EventTimer (the
+// GPU idles until the launch) and well under 1 ms by GpuTimer; nothing at all takes under 20 us.
+// EventTimer's figure is asserted at half the host's time: other processes on the GPU (the other
+// shards of this suite) can hold it when the start event is due, which moves that event later and
+// shortens the figure by up to a time slice or two (1.75 ms of a 2 ms sleep was seen with twelve
+// shards running).
 TEST(GpuTimer, KeepsTheHostsTimeOut) {
   REQUIRE_GPU();
+  constexpr int kHostMs = 5;
   const Recipe recipe = parse_recipe("mxfp4");
   HostInput in = make_input(InputKind::random, DType::bf16, 128, 1024, 7, false);
   DeviceInput din(in, 0);
   HostOperand out(engine.layout(recipe, Role::x, 128, 1024), 0);
   DeviceOperand dout(out);
   const auto call = [&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kHostMs));
     engine.quantize(recipe, Role::x, din.view, dout.view(), {1, 0});
   };
   call();  // compiled and loaded
@@ -206,21 +210,20 @@ TEST(GpuTimer, KeepsTheHostsTimeOut) {
   const cuda::Driver& d = Gpu::get()->scope.driver();
   cuda::EventTimer events(d);
   cuda::GpuTimer gpu(d);
-  // with_host: the longest of the runs (work of other processes on the GPU, e.g. the other shards
-  // of this suite, can delay the start event past part of the host's 2 ms: only shorter, never
-  // longer); the others the shortest.
+  // with_host: the longest of the runs (other processes' work can only shorten it, as above); the
+  // others the shortest.
   double with_host = 0.0, alone = 1e9, nothing = 1e9, lead = 1e9;
   for (int i = 0; i < 5; ++i) {
     with_host = std::max(with_host, events.ms(call));
     alone = std::min(alone, gpu.ms(call));
-    lead = std::min(lead, gpu.lead_ms());  // after a call that spent 2 ms on the host
+    lead = std::min(lead, gpu.lead_ms());  // after a call that spent kHostMs on the host
     nothing = std::min(nothing, gpu.ms([] {}));
   }
-  EXPECT_GE(with_host, 2.0);
+  EXPECT_GE(with_host, 0.5 * kHostMs);
   EXPECT_LT(alone, 1.0);
   EXPECT_GT(alone, 0.0);
   EXPECT_LT(nothing, 0.02);
-  EXPECT_GE(lead, 4.0);  // twice the host's 2 ms
+  EXPECT_GE(lead, 2.0 * kHostMs);  // twice the host's time, under GpuTimer::kMaxLeadMs
 }
 
 }  // namespace
