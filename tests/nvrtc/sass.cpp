@@ -122,4 +122,15 @@ MmaExpectation expected_mma(const std::string& key_text) {
   return {{}, all};  // expansions, OCC kernels: no matrix instruction
 }
 
+std::string sass_family(const std::string& key_text) {
+  const std::string op = field(key_text, "op");
+  std::string kernel;
+  if (op == "gemm_sm90") {
+    const std::string config = field(key_text, "config");
+    const std::string first = config.substr(0, config.find(','));
+    kernel = first == "sg=1" ? "staged" : first == "sw=1" ? "swapped" : first == "dk=1" ? "direct" : "fused";
+  }
+  return op + "|" + field(key_text, "path") + "|" + kernel + "|" + field(key_text, "target");
+}
+
 }  // namespace fp4jit::test_util

@@ -31,4 +31,12 @@ struct MmaExpectation {
 };
 MmaExpectation expected_mma(const std::string& key_text);
 
+// The family of a GEMM kernel whose SASS stands for its configs': op, path, target and, for the
+// sm90 GEMM, which kernel the config selects (staged sg=1, swapped sw=1, direct dk=1, else fused).
+// Tile widths, ring depths, raster order, clusters, split-K, promotion period and the output type
+// are constants of one template, whose matrix instruction is its path's (expected_mma): a test that
+// reads one kernel's SASS per family covers them (each cuobjdump -sass pays about 0.5 s of
+// nvdisasm start-up, whatever the cubin's size).
+std::string sass_family(const std::string& key_text);
+
 }  // namespace fp4jit::test_util
