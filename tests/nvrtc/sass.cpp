@@ -128,7 +128,10 @@ std::string sass_family(const std::string& key_text) {
   if (op == "gemm_sm90") {
     const std::string config = field(key_text, "config");
     const std::string first = config.substr(0, config.find(','));
-    kernel = first == "sg=1" ? "staged" : first == "sw=1" ? "swapped" : first == "dk=1" ? "direct" : "fused";
+    kernel = first == "sg=1"   ? "staged"
+             : first == "sw=1" ? "swapped"
+             : first == "dk=1" ? "direct"
+                               : "fused";
   }
   return op + "|" + field(key_text, "path") + "|" + kernel + "|" + field(key_text, "target");
 }
