@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "cache/cache.hpp"
@@ -239,6 +240,38 @@ INSTANTIATE_TEST_SUITE_P(Presets, GemmCompiles, testing::ValuesIn(targets()),
                          [](const testing::TestParamInfo<Target>& p) {
                            return p.param.preset + "_" + p.param.arch;
                          });
+
+// The SASS checks above read one kernel per family: mxfp4's sm_90a spread has a family for each
+// of its four GEMM kernels and its expansions, and two kernels share a family only when their
+// keys differ in nothing but the config's constants.
+TEST(SassFamilies, EachKernelOfTheSpreadHasItsOwn) {
+  const PresetKernels mine = preset_kernels("mxfp4", "sm_90a");
+  std::map<std::string, std::string> first;  // family -> its first key, config removed
+  // A key without what the config leaves free in one template: the config fields (config,
+  // config_a, ...), N and K, the output type.
+  const auto without_config = [](const std::string& key) {
+    std::string out;
+    for (std::size_t at = 0; at < key.size();) {
+      const std::size_t end = std::min(key.find(';', at), key.size());
+      const std::string f = key.substr(at, end - at);
+      const std::string name = f.substr(0, f.find('='));
+      if (name.rfind("config", 0) != 0 && name != "n" && name != "k" && name != "out")
+        out += f + ";";
+      at = end + 1;
+    }
+    return out;
+  };
+  for (const auto& k : mine.kernels) {
+    const std::string family = test_util::sass_family(k.key_text);
+    const auto [it, added] = first.emplace(family, without_config(k.key_text));
+    if (!added) {
+      EXPECT_EQ(it->second, without_config(k.key_text)) << family;
+    }
+  }
+  for (const char* kernel : {"staged", "swapped", "direct", "fused"})
+    EXPECT_TRUE(first.contains(fmt::format("gemm_sm90|mx|{}|sm_90a", kernel))) << kernel;
+  EXPECT_GE(first.size(), 6u);  // and the expansions
+}
 
 TEST(GemmStubs, StagedChoiceBringsItsExpansionsAndFallback) {
   for (const char* preset : {"nvfp4", "mxfp4", "msfp4"}) {
