@@ -34,15 +34,10 @@ std::string run(const std::string& command, int& status) {
   return out;
 }
 
-// The value of a kernel key's field `name` (fields "name=value" separated by ';'), or "".
+// The value of a kernel key's field `name`, or "".
 std::string field(const std::string& key_text, const std::string& name) {
-  const std::string tag = name + "=";
-  for (std::size_t at = 0; at < key_text.size();) {
-    const std::size_t end = std::min(key_text.find(';', at), key_text.size());
-    if (key_text.compare(at, tag.size(), tag) == 0)
-      return key_text.substr(at + tag.size(), end - at - tag.size());
-    at = end + 1;
-  }
+  for (const auto& [n, value] : key_fields(key_text))
+    if (n == name) return value;
   return "";
 }
 
@@ -101,6 +96,18 @@ std::set<std::string> mma_mnemonics(const std::string& cuobjdump,
   for (auto it = std::sregex_iterator(sass.begin(), sass.end(), op); it != std::sregex_iterator();
        ++it)
     out.insert((*it)[1].str());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> key_fields(const std::string& key_text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::size_t at = 0; at < key_text.size();) {
+    const std::size_t end = std::min(key_text.find(';', at), key_text.size());
+    const std::size_t eq = key_text.find('=', at);
+    if (eq < end)
+      out.emplace_back(key_text.substr(at, eq - at), key_text.substr(eq + 1, end - eq - 1));
+    at = end + 1;
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp4jit::test_util {
@@ -22,6 +23,9 @@ std::string find_cuobjdump();
 std::set<std::string> mma_mnemonics(const std::string& cuobjdump,
                                     const std::vector<std::uint8_t>& cubin,
                                     const std::filesystem::path& dir);
+
+// The fields of a kernel key ("name=value" separated by ';'), in their order: name, value.
+std::vector<std::pair<std::string, std::string>> key_fields(const std::string& key_text);
 
 // What a GEMM kernel of fp4jit must issue, from its key text (op=..., path=...): the mnemonics
 // it must hold and those it must not. Empty `must` and `must_not` holding every MMA: no matrix
