@@ -14,7 +14,6 @@
 #include "runtime/backend.hpp"
 #include "runtime/cuda/device_memory.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "tests/temp_dir_test.hpp"
 
 namespace fp4jit {
 namespace {
@@ -23,11 +22,9 @@ using CountFn = long (*)(const char*);
 using ResetFn = void (*)();
 using LastLaunchFn = void (*)(int*, int*, int*);
 
-class FakeDriverTest : public test_util::TempDirTest {
+class FakeDriverTest : public ::testing::Test {
  protected:
-  FakeDriverTest() : TempDirTest("fp4jit-fake-driver") {}
   void SetUp() override {
-    TempDirTest::SetUp();
     if (!cuda_available())
       GTEST_SKIP() << "no driver loaded (LD_LIBRARY_PATH must name the stand-in)";
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
