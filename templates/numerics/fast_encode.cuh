@@ -2,19 +2,26 @@
 // (proved over every relevant float by tests/unit/fast_encode_test.cpp), in a handful of
 // instructions each.
 //
-// E2M1 by one fused multiply-add. For a = min(|v|, 6) the grid interval is chosen by the
-// exponent of t = max(a, 1): k = 2^(128 - e8(t)) is 2, 1, 0.5 on [0, 2), [2, 4), [4, 6], and
-// y = a * k maps the interval's grid points to consecutive integers, with the lower code
-// n_lo + off, off = 2 * (e8(t) - 127) = 256 - (bits(k) >> 22). One FMA of y into 2^23 (where
-// floats are spaced by 1) rounds y once to an integer, in the FMA's rounding mode:
-//   even        n = rn(y)                               (parity of n = parity of the code)
+// E2M1 by three fused multiply-adds and a minimum. For a = min(|v|, 6) the magnitude code is
+// g(a) = min(2a, a + 2, a / 2 + 4) rounded to an integer: 2a on [0, 2], a + 2 on [2, 4] and
+// a / 2 + 4 on [4, 6] map each interval's grid points to consecutive codes (the pieces meet at
+// 2 and 4). Each rounding below is monotone and commutes with adding an even integer (ties to
+// even look at a parity that such a shift keeps), so the rounded minimum is the minimum of the
+// three pieces rounded apart, and each piece is one FMA of y = a * k (k = 2, 1, 0.5) into a float
+// of the binade where floats are spaced by the rounding's unit, with the piece's offset (0, 2, 4)
+// in the addend:
+//   even        n = rn(y)                               (into 2^23, spacing 1)
 //   away        n = (rz(2y + 1)) >> 1 = floor(y + 1/2)  (y added into 2^22 + 1/2: spacing 1/2)
 //   zero        n = (ru(2y)) >> 1     = ceil(y - 1/2)   (y added into 2^22)
 //   stochastic  n = ceil((ceil(2^(R+1) y) - (2r + 1)) / 2^(R+1)) = floor(y) + [frac(y) > (r + 1/2)
 //   / 2^R]
 //               = the step-up rule of nx::round_up (r + 1/2 < frac * 2^R), one RU FMA and a shift
-// and code = n + off. Every FMA addend is a float of the result's binade, so it is exact, and the
-// exact result stays in that binade.
+// The three results share their binade, so their bits compare as integers: one three-way integer
+// minimum, and the code is the minimum's bits less the binade's base, shifted. Every FMA addend
+// is a float of the result's binade, so it is exact, and the exact result stays in that binade.
+// Against the single-FMA form that picks the interval from a's exponent first (a maximum, a mask
+// and an offset sum per element, all on the integer pipe), this trades three integer instructions
+// for two FMAs and a three-input minimum: the quantize kernels are bound by the integer pipe.
 #pragma once
 #include "numerics/common.cuh"
 #include "numerics/minifloat.cuh"
@@ -49,26 +56,12 @@ FP4JIT_HD float fma_unit(float a, float b, float c) {
 #endif
 }
 
-// max(bits(a), bits(1.0f)) for a >= 0: the interval selector t.
-FP4JIT_HD u32 e2m1_interval(float a) {
-  const u32 u = float_bits(a);
-  return u > 0x3f800000u ? u : 0x3f800000u;
-}
-// bits(k) of the interval: 2^(128 - e8(t)).
-FP4JIT_HD u32 e2m1_kbits(u32 t) {
-  return ~t & 0x7f800000u;
-}
-// The code offset of the interval, off = 2 * (e8(t) - 127), from bits(k) (mod 256).
-FP4JIT_HD u32 e2m1_offset(u32 kbits) {
-  return 256u - (kbits >> 22);
-}
-
-// The FMA's result bits q for a = min(|v|, 6) (not NaN) in rounding `mode` (stochastic: rbits
-// holds the element's R = sr_bits random bits), such that the magnitude code is
-//   ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kbits)
-// (away, zero, up: the shift drops bit 0 of q, which carries nothing). The modes that round 2y
-// (away, zero) or 2^(R+1) y (stochastic) to integers add into the binade where floats are spaced
-// by 1/2 or 2^-(R+1) instead of scaling k.
+// The rounding's unit and base: for a = min(|v|, 6) (not NaN) in rounding `mode` (stochastic:
+// rbits holds the element's R = sr_bits random bits) e2m1_fma_q's result bits q give the
+// magnitude code ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) (away, zero,
+// up: the shift drops bit 0 of q, which carries nothing). The modes that round 2y (away, zero) or
+// 2^(R+1) y (stochastic) to integers add into the binade where floats are spaced by 1/2 or
+// 2^-(R+1) instead of scaling k.
 FP4JIT_HD constexpr int e2m1_qshift(Round mode, int sr_bits) {
   return mode == Round::even ? 0 : (mode == Round::stochastic ? sr_bits + 1 : 1);
 }
@@ -78,29 +71,51 @@ FP4JIT_HD constexpr u32 e2m1_qbase(Round mode, int sr_bits) {
   return 0x4a800000u;  // 2^22
 }
 // Stochastic rounding's addend bits: (2^23 + 2^20 + 2^(R+1) - 2 - 2r) * 2^-(R+1). The 2^20 keeps
-// the sum in its binade for any r and is a multiple of 2^(R+1), like the base subtracted.
+// the sum in its binade for any r (and the pieces' offsets) and is a multiple of 2^(R+1), like
+// the base subtracted.
 FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
   return e2m1_qbase(Round::stochastic, sr_bits) + (2u << sr_bits) - 2u - 2u * r;
 }
-FP4JIT_HD u32 e2m1_fma_q(float a, u32 kbits, Round mode, bool negative, u32 rbits, int sr_bits) {
-  const float k = bits_float(kbits);
-  const float half = bits_float(0x4a800001u);  // 2^22 + 1/2
-  const float two22 = bits_float(0x4a800000u);
+FP4JIT_HD u32 umin3(u32 a, u32 b, u32 c) {
+  const u32 m = a < b ? a : b;  // a three-input VIMNMX on sm_90
+  return m < c ? m : c;
+}
+// min over the pieces of FMA(a, k_i, c_i), c_i = c + off_i (off_i = 0, 2, 4: floats of the
+// result's binade).
+template <FmaMode kMode, int kExp>
+FP4JIT_HD u32 e2m1_pieces(float a, float c0, float c1, float c2) {
+  return umin3(float_bits(fma_unit<kMode, kExp>(a, 2.0f, c0)),
+               float_bits(fma_unit<kMode, kExp>(a, 1.0f, c1)),
+               float_bits(fma_unit<kMode, kExp>(a, 0.5f, c2)));
+}
+// The same with c given as bits: the offsets in units of 2^-shift (constants fold).
+template <FmaMode kMode, int kExp, int kShift>
+FP4JIT_HD u32 e2m1_pieces_from(float a, u32 c) {
+  return e2m1_pieces<kMode, kExp>(a, bits_float(c), bits_float(c + (2u << kShift)),
+                                  bits_float(c + (4u << kShift)));
+}
+FP4JIT_HD u32 e2m1_fma_q(float a, Round mode, bool negative, u32 rbits, int sr_bits) {
+  constexpr u32 kHalf = 0x4a800001u;  // 2^22 + 1/2
+  constexpr u32 kTwo22 = 0x4a800000u;
   switch (mode) {
     case Round::even:
-      return float_bits(fma_unit<FmaMode::rn>(a, k, 8388608.0f));
+      return e2m1_pieces_from<FmaMode::rn, 23, 0>(a, 0x4b000000u);
     case Round::away:
-      return float_bits(fma_unit<FmaMode::rz, 22>(a, k, half));
+      return e2m1_pieces_from<FmaMode::rz, 22, 1>(a, kHalf);
     case Round::zero:
-      return float_bits(fma_unit<FmaMode::ru, 22>(a, k, two22));
+      return e2m1_pieces_from<FmaMode::ru, 22, 1>(a, kTwo22);
     case Round::up:  // ties toward +inf: away in magnitude for positive values, zero for negative
-      return negative ? float_bits(fma_unit<FmaMode::ru, 22>(a, k, two22))
-                      : float_bits(fma_unit<FmaMode::rz, 22>(a, k, half));
+      return negative ? e2m1_pieces_from<FmaMode::ru, 22, 1>(a, kTwo22)
+                      : e2m1_pieces_from<FmaMode::rz, 22, 1>(a, kHalf);
     case Round::stochastic: {
       const u32 r = rbits & ((1u << sr_bits) - 1u);
+      // The pieces' addends by float additions (exact: the sums stay in c's binade), on the FMA
+      // pipe beside the integer work that r's extraction already puts on the other.
       const float c = bits_float(e2m1_sr_addend_bits(r, sr_bits));
-      return sr_bits == 8 ? float_bits(fma_unit<FmaMode::ru, 14>(a, k, c))
-                          : float_bits(fma_unit<FmaMode::ru, 6>(a, k, c));
+      const float c1 = add_rn(c, 2.0f), c2 = add_rn(c, 4.0f);
+      if (sr_bits == 8) return e2m1_pieces<FmaMode::ru, 14>(a, c, c1, c2);
+      // The other width the recipes allow (16 bits): spacing 2^-17 in [2^6, 2^7).
+      return e2m1_pieces<FmaMode::ru, 6>(a, c, c1, c2);
     }
   }
   return 0u;
@@ -112,9 +127,8 @@ FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 
   const u32 sign = (float_bits(v) >> 28) & 8u;
   if (is_nan(v)) return 0u;
   const float a = min_f(abs_f(v), 6.0f);
-  const u32 kb = e2m1_kbits(e2m1_interval(a));
-  const u32 q = e2m1_fma_q(a, kb, mode, sign != 0u, rbits, sr_bits);
-  const u32 mag = ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) + e2m1_offset(kb);
+  const u32 q = e2m1_fma_q(a, mode, sign != 0u, rbits, sr_bits);
+  const u32 mag = (q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits);
   return (mag & 7u) | sign;
 }
 

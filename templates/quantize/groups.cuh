@@ -3,10 +3,10 @@
 // One thread holds whole groups of kGroup consecutive K-elements (a block, or a Hadamard chunk
 // spanning blocks), so block stats, the Hadamard butterfly and the block scale need no shuffles
 // (a 16 x 16 block's maximum: four, over the lanes holding its rows) and each block's scale is
-// computed once per lane. Elements are encoded by one FMA each
+// computed once per lane. Elements are encoded by three FMAs and a three-input minimum each
 // (numerics/fast_encode.cuh) and packed eight to a word with integer sums whose constant parts
 // cancel:
-//   word = sum_j q_j << 4j  -  sum_j (bits(k_j) >> 22) << 4j  -  kConst   (magnitudes, mod 2^32)
+//   word = sum_j q_j << 4j  -  kConst   (magnitudes, mod 2^32)
 // merged with the sign bits, gathered by a funnel shift per element.
 //
 // Order of operations per element as in reference/quantize.cpp: (OCC clamp) -> Hadamard -> block
@@ -187,21 +187,19 @@ template <class Op>
 FP4JIT_CONSTEXPR u32 q_base() {
   return nx::e2m1_qbase(Op::round, Op::sr_bits);
 }
-// The constant part of sum_j (packed q_j) - sum_j (256 << 4j), mod 2^32 (see pack_word).
+// The constant part of sum_j (packed q_j), mod 2^32 (see pack_word).
 template <class Op>
 FP4JIT_CONSTEXPR u32 pack_const() {
   constexpr int kShift = q_shift<Op>();
   constexpr u32 kBase = q_base<Op>();
   u32 c = 0u;
   for (int j = 0; j < 8; ++j) {
-    u32 q = 0u;
     if (kShift == 0)
-      q = kBase << (4 * j);
+      c += kBase << (4 * j);
     else if (kShift == 1)
-      q = j == 0 ? kBase >> 1 : kBase << (4 * j - 1);
+      c += j == 0 ? kBase >> 1 : kBase << (4 * j - 1);
     else
-      q = (kBase >> kShift) << (4 * j);  // kBase is a multiple of 2^kShift
-    c += q - (256u << (4 * j));
+      c += (kBase >> kShift) << (4 * j);  // kBase is a multiple of 2^kShift
   }
   return c;
 }
@@ -233,24 +231,21 @@ FP4JIT_DEV u32 bf16_signs8(const u32* raw) {
 template <class Op, bool kRawSigns = false>
 FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw = nullptr) {
   constexpr int kShift = q_shift<Op>();
-  u32 qsum = 0u, ksum = 0u, signs = 0u;
+  u32 qsum = 0u, signs = 0u;
 #pragma unroll
   for (int j = 7; j >= 0; --j) {
     const float a = abs_min6(s[j]);
-    const u32 kb = nx::e2m1_kbits(nx::e2m1_interval(a));
-    const u32 q = nx::e2m1_fma_q(a, kb, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
+    const u32 q = nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
     if constexpr (kShift == 0)
       qsum += q * (1u << (4 * j));
     else if constexpr (kShift == 1)
       qsum += j == 0 ? q >> 1 : q * (1u << (4 * j - 1));  // q's bit 0 lands on a sign bit
     else
       qsum += (q >> kShift) * (1u << (4 * j));
-    // (kb >> 22) << 4j, exact: kb's low 23 bits are zero.
-    ksum += 4 * j <= 22 ? nx::umulhi_hd(kb, 1u << (4 * j + 10)) : kb * (1u << (4 * j - 22));
     if constexpr (!kRawSigns) signs = funnel_l4(nx::float_bits(s[j]), signs);  // bit 4j + 3
   }
   if constexpr (kRawSigns) signs = bf16_signs8(raw);
-  return ((qsum - ksum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
+  return ((qsum - pack_const<Op>()) & 0x77777777u) | (signs & 0x88888888u);
 }
 
 // x rotated right by k bits, 0 < k < 32.
