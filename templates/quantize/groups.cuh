@@ -56,6 +56,14 @@ FP4JIT_DEV float abs_min6(float x) {
   return a < 6.0f ? a : 6.0f;
 #endif
 }
+// |x| (on the device the FMAs that read it take it as an operand modifier).
+FP4JIT_DEV float abs_dev(float x) {
+#if defined(__CUDA_ARCH__)
+  return fabsf(x);
+#else
+  return nx::abs_f(x);
+#endif
+}
 // max(|a|, |b|) of float bits, NaN-propagating: a result >= 0x7f800000 means NaN or Inf seen.
 FP4JIT_DEV u32 absmax_bits(u32 m, float x) {
 #if defined(__CUDA_ARCH__)
@@ -227,14 +235,16 @@ FP4JIT_DEV u32 bf16_signs8(const u32* raw) {
 // One word of 8 codes from 8 scaled values s_j and their random bits. Shifts are written as
 // multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic). kRawSigns: the
 // signs come from the elements' BF16 inputs raw (bf16_signs8), whose signs the scaled values keep
-// (a positive factor, nothing applied before), instead of one funnel shift each.
-template <class Op, bool kRawSigns = false>
+// (a positive factor, nothing applied before), instead of one funnel shift each. kClamp = false
+// (unclamped_ok: every |s_j| below 7, rounding without random bits): the clamp to 6 is left out,
+// since the minimum of the pieces (fast_encode.cuh) then gives code 7 for [6, 7) as it does for 6.
+template <class Op, bool kRawSigns = false, bool kClamp = true>
 FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw = nullptr) {
   constexpr int kShift = q_shift<Op>();
   u32 qsum = 0u, signs = 0u;
 #pragma unroll
   for (int j = 7; j >= 0; --j) {
-    const float a = abs_min6(s[j]);
+    const float a = kClamp ? abs_min6(s[j]) : abs_dev(s[j]);
     const u32 q = nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
     if constexpr (kShift == 0)
       qsum += q * (1u << (4 * j));
@@ -320,11 +330,26 @@ FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
   }
 }
 
+// Whether a block may be encoded without the clamp to 6 (pack_word's kClamp = false): a rounding
+// without random bits (stochastic rounding could take a value in (6, 7) up to 8) and the block's
+// largest scaled magnitude, apply_scale of its stat word (a finite max |x|; scaling is monotone,
+// so no element's |s| exceeds it), below 7. Under two-level scales that holds for every block
+// whose scale code is a normal, unsaturated one (|s| <= 6 (1 + 2^-4) there); a subnormal or
+// saturated code, or an E8M0 scale, may fail it, and the block then takes the clamped encoder.
+template <class Op>
+FP4JIT_DEV bool unclamped_ok(u32 stat, const BlockScale& b) {
+  if constexpr (Op::round == nx::Round::stochastic) {
+    return false;
+  } else {
+    return !b.nan && stat < 0x7f800000u && apply_scale<Op>(nx::bits_float(stat), b) < 7.0f;
+  }
+}
 // Codes of one block of kB elements (kB / 8 words) with its scale; NaN blocks give zeros;
 // ms_pow2 blocks holding NaN or Inf (scaled by 1, where NaN must give 0 and Inf saturate) take
 // the per-element encoder.
-// kRawSigns: raw holds the block's BF16 input as kB / 2 pair words (pack_word).
-template <class Op, int kB, bool kRawSigns = false>
+// kRawSigns: raw holds the block's BF16 input as kB / 2 pair words (pack_word). kClamp: as
+// pack_word's (false only where unclamped_ok holds).
+template <class Op, int kB, bool kRawSigns = false, bool kClamp = true>
 FP4JIT_DEV void encode_block(const float* v, const BlockScale& b, bool nonfinite, const u32* r,
                              u32* words, const u32* raw = nullptr) {
   if (b.nan) {
@@ -351,7 +376,7 @@ FP4JIT_DEV void encode_block(const float* v, const BlockScale& b, bool nonfinite
       s[j] = apply_scale<Op>(v[8 * w + j], b);
       rr[j] = r[8 * w + j];
     }
-    words[w] = pack_word<Op, kRawSigns>(s, rr, kRawSigns ? raw + 4 * w : nullptr);
+    words[w] = pack_word<Op, kRawSigns, kClamp>(s, rr, kRawSigns ? raw + 4 * w : nullptr);
   }
 }
 
@@ -531,6 +556,10 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
       const BlockScale sc = group_scale<Op>(stat, s_enc, tl);
       if constexpr (kPairs)
         encode_block_pairs<Op, kB>(pairs + b * (kB / 2), sc, rb + b * kB, words + b * (kB / 8));
+      else if (unclamped_ok<Op>(stat, sc))  // nearly every block (a branch, not a select)
+        encode_block<Op, kB, kRawSigns, false>(v + b * kB, sc, false, rb + b * kB,
+                                               words + b * (kB / 8),
+                                               kRawSigns ? pairs + b * (kB / 2) : nullptr);
       else
         encode_block<Op, kB, kRawSigns>(v + b * kB, sc, stat == kNonFinite, rb + b * kB,
                                         words + b * (kB / 8),
