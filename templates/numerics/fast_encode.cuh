@@ -76,6 +76,17 @@ FP4JIT_HD constexpr u32 e2m1_qbase(Round mode, int sr_bits) {
 FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
   return e2m1_qbase(Round::stochastic, sr_bits) + (2u << sr_bits) - 2u - 2u * r;
 }
+// Stochastic rounding's q (bits of 9 * 2^(19 - R) + n + f, f in [0, 1) the fraction below the
+// unit) floored by one RZ addition into 2^23, where floats are spaced by 1: the bits
+// e2m1_sr_floor_base(R) + n, the code n in the low nibble, with an FMA-pipe instruction instead
+// of the shift that (q - base) >> (R + 1) costs on the integer pipe.
+FP4JIT_HD u32 e2m1_sr_floor(u32 q) {
+  return float_bits(fma_unit<FmaMode::rz>(bits_float(q), 1.0f, 8388608.0f));
+}
+FP4JIT_HD constexpr u32 e2m1_sr_floor_base(int sr_bits) {
+  // The value of e2m1_qbase(stochastic): 1.125 * 2^(22 - R) = 9 * 2^(19 - R), an integer.
+  return 0x4b000000u + (9u << (19 - sr_bits));
+}
 FP4JIT_HD u32 umin3(u32 a, u32 b, u32 c) {
   const u32 m = a < b ? a : b;  // a three-input VIMNMX on sm_90
   return m < c ? m : c;

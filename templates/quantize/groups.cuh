@@ -207,7 +207,7 @@ FP4JIT_CONSTEXPR u32 pack_const() {
     else if (kShift == 1)
       c += j == 0 ? kBase >> 1 : kBase << (4 * j - 1);
     else
-      c += (kBase >> kShift) << (4 * j);  // kBase is a multiple of 2^kShift
+      c += nx::e2m1_sr_floor_base(Op::sr_bits) << (4 * j);
   }
   return c;
 }
@@ -250,8 +250,8 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw 
       qsum += q * (1u << (4 * j));
     else if constexpr (kShift == 1)
       qsum += j == 0 ? q >> 1 : q * (1u << (4 * j - 1));  // q's bit 0 lands on a sign bit
-    else
-      qsum += (q >> kShift) * (1u << (4 * j));
+    else  // stochastic: the FMA pipe drops q's fraction bits (nx::e2m1_sr_floor)
+      qsum += nx::e2m1_sr_floor(q) * (1u << (4 * j));
     if constexpr (!kRawSigns) signs = funnel_l4(nx::float_bits(s[j]), signs);  // bit 4j + 3
   }
   if constexpr (kRawSigns) signs = bf16_signs8(raw);
