@@ -167,6 +167,21 @@ FP4JIT_DEV void fill_factor_table(float* table, TwoLevel& tl) {
   tl.factors = table;
 }
 
+// A two-level block's scale code of x >= 0 (not NaN): nx::umf3_encode_even_sat for Op's format.
+// UE4M3 on the device by the hardware's E4M3 conversion, which rounds to nearest even and
+// saturates to 448 as that encoder does (a positive value's E4M3 code is its UE4M3 code): one
+// instruction instead of about fifteen on the integer pipe.
+template <class Op>
+FP4JIT_DEV u32 ue_scale_code(float x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (Op::scale == ScaleFmt::ue4m3) {
+    unsigned short h;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
+    return static_cast<u32>(h) & 0xffu;
+  }
+#endif
+  return nx::umf3_encode_even_sat(scale_minifloat(Op::scale), x);
+}
 // block_scale<Op> for a block's stat word, with two-level UE4M3/UE5M3 scales from the bits.
 template <class Op>
 FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
@@ -179,7 +194,7 @@ FP4JIT_DEV BlockScale group_scale(u32 stat, float s_enc, const TwoLevel& tl) {
       out.code = nx::mf_has_nan(fmt) ? nx::mf_nan_code(fmt) : nx::mf_max_code(fmt);
       return out;
     }
-    out.code = nx::umf3_encode_even_sat(fmt, nx::mul_rn(nx::bits_float(stat), tl.to_block));
+    out.code = ue_scale_code<Op>(nx::mul_rn(nx::bits_float(stat), tl.to_block));
     out.factor = shared_factor(tl.factors, out.code);
     return out;
   }
