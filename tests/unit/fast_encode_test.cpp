@@ -84,6 +84,26 @@ TEST(FastEncode, E2m1FmaStochasticAtTheFlippingBits) {
   }
 }
 
+// The lane-group encoder leaves the clamp to 6 out for blocks whose scaled magnitudes stay below 7
+// (quantize/groups.cuh, unclamped_ok): there the pieces' minimum must give code 7 for every
+// magnitude in [6, 7), in each rounding without random bits, as the clamped value 6 does.
+TEST(FastEncode, E2m1PiecesSaturateBelowSevenWithoutTheClamp) {
+  const std::uint32_t seven = 0x40e00000u;
+  const auto bad = parallel_count(kSix, seven, 1u, [](std::uint32_t u) {
+    const float a = from_bits(u);
+    for (Round m : {Round::even, Round::away, Round::zero, Round::up})
+      for (bool negative : {false, true}) {
+        const std::uint32_t q = e2m1_fma_q(a, m, negative, 0u, 8);
+        if (((q - e2m1_qbase(m, 8)) >> e2m1_qshift(m, 8)) != 7u) return false;
+      }
+    return true;
+  });
+  EXPECT_EQ(bad, 0u);
+  // At 7 itself, ties away from zero reach the next code: the bound is strict.
+  const std::uint32_t q = e2m1_fma_q(7.0f, Round::away, false, 0u, 8);
+  EXPECT_EQ((q - e2m1_qbase(Round::away, 8)) >> e2m1_qshift(Round::away, 8), 8u);
+}
+
 TEST(FastEncode, E2m1FmaBeyondSixNanAndInf) {
   const auto bad = parallel_count(kSix, 0xffffffffu, 97u, [](std::uint32_t u) {
     const float v = from_bits(u);
