@@ -15,7 +15,8 @@
 //   zero        n = (ru(2y)) >> 1     = ceil(y - 1/2)   (y added into 2^22)
 //   stochastic  n = ceil((ceil(2^(R+1) y) - (2r + 1)) / 2^(R+1)) = floor(y) + [frac(y) > (r + 1/2)
 //   / 2^R]
-//               = the step-up rule of nx::round_up (r + 1/2 < frac * 2^R), one RU FMA and a shift
+//               = the step-up rule of nx::round_up (r + 1/2 < frac * 2^R): an RU FMA per piece,
+//               then a shift (or, in the kernels, e2m1_sr_floor)
 // The three results share their binade, so their bits compare as integers: one three-way integer
 // minimum, and the code is the minimum's bits less the binade's base, shifted. Every FMA addend
 // is a float of the result's binade, so it is exact, and the exact result stays in that binade.

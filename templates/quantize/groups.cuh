@@ -255,7 +255,7 @@ FP4JIT_DEV u32 bf16_signs8(const u32* raw) {
 }
 
 // One word of 8 codes from 8 scaled values s_j and their random bits. Shifts are written as
-// multiplies (IMAD, IMAD.HI on the FMA pipe, beside the ALU's min/max and logic). kRawSigns: the
+// multiplies (IMAD on the FMA pipe, beside the integer pipe's minima and logic). kRawSigns: the
 // signs come from the elements' BF16 inputs raw (bf16_signs8), whose signs the scaled values keep
 // (a positive factor, nothing applied before), instead of one funnel shift each. kClamp = false
 // (unclamped_ok: every |s_j| below 7, rounding without random bits): the clamp to 6 is left out,
