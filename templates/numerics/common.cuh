@@ -159,6 +159,23 @@ FP4JIT_HD float f16_to_float(u16 h) {
   return sign ? -v : v;
 }
 
+// PTX lop3.b32: bit k of the result is bit (a_k << 2 | b_k << 1 | c_k) of kLut (the table of
+// F(0xF0, 0xCC, 0xAA) for the function F of a, b, c), in one instruction that the compiler keeps
+// whole (from the C++ form it may split a three-input function or fold constants apart).
+template <u32 kLut>
+FP4JIT_HD u32 lop3(u32 a, u32 b, u32 c) {
+#if defined(__CUDA_ARCH__)
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, %4;" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(kLut));
+  return d;
+#else
+  u32 d = 0u;
+  for (u32 i = 0; i < 8; ++i)
+    if ((kLut >> i) & 1u) d |= ((i & 4u) ? a : ~a) & ((i & 2u) ? b : ~b) & ((i & 1u) ? c : ~c);
+  return d;
+#endif
+}
+
 // PTX prmt.b32 (default mode): byte i of the result is byte sel_i & 7 of {b, a} (a the low four
 // bytes), or that byte's sign replicated when sel_i & 8.
 FP4JIT_HD u32 prmt(u32 a, u32 b, u32 sel) {

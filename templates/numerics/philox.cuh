@@ -29,13 +29,7 @@ FP4JIT_HD void mul_hi_lo(u32 a, u32 b, u32* hi, u32* lo) {
 // the product is in flight: two instructions on the integer pipe, which bounds the kernels that
 // round stochastically).
 FP4JIT_HD u32 xor3(u32 a, u32 b, u32 c) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-#else
-  return a ^ b ^ c;
-#endif
+  return lop3<0x96u>(a, b, c);
 }
 
 FP4JIT_HD U32x4 philox4x32_10(U32x4 ctr, u32 key0, u32 key1) {

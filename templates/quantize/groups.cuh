@@ -169,16 +169,12 @@ FP4JIT_DEV void fill_factor_table(float* table, TwoLevel& tl) {
 
 // A two-level block's scale code of x >= 0 (not NaN): nx::umf3_encode_even_sat for Op's format.
 // UE4M3 on the device by the hardware's E4M3 conversion, which rounds to nearest even and
-// saturates to 448 as that encoder does (a positive value's E4M3 code is its UE4M3 code): one
-// instruction instead of about fifteen on the integer pipe.
+// saturates to 448 as that encoder does (a positive value's E4M3 code is its UE4M3 code;
+// segment.cuh's cvt_f8x2): one instruction instead of about fifteen on the integer pipe.
 template <class Op>
 FP4JIT_DEV u32 ue_scale_code(float x) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (Op::scale == ScaleFmt::ue4m3) {
-    unsigned short h;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(x));
-    return static_cast<u32>(h) & 0xffu;
-  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (Op::scale == ScaleFmt::ue4m3) return cvt_f8x2<Elem::e4m3>(x, 0.0f) & 0xffu;
 #endif
   return nx::umf3_encode_even_sat(scale_minifloat(Op::scale), x);
 }
@@ -237,13 +233,7 @@ FP4JIT_CONSTEXPR u32 pack_const() {
 // (a & ~m) | (b & m), one LOP3 with m in a register (from the C++ form the compiler folded the
 // constant parts of m into immediates: three instructions).
 FP4JIT_DEV u32 bitselect(u32 a, u32 b, u32 m) {
-#if defined(__CUDA_ARCH__)
-  u32 d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xD8;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
-  return d;
-#else
-  return (a & ~m) | (b & m);
-#endif
+  return nx::lop3<0xD8u>(a, b, m);
 }
 // The sign bits of eight BF16 elements held as pair words raw[j] = (element 2j, element 2j + 1),
 // at bit 4e + 3 for element e (other bits junk, masked by the caller): each sign byte replicated
