@@ -5,6 +5,7 @@
 // is validated against the problem, printed into the kernel key, and never changes results,
 // only speed.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "codegen/kernel_source.hpp"
@@ -64,6 +65,17 @@ KernelSource occ_select_kernel(DType in, const std::string& target);
 KernelSource occ_scan_kernel(const std::string& target);
 KernelSource occ_chunk_scan_kernel(const std::string& target);
 KernelSource occ_write_kernel(DType in, bool cols, const std::string& target);
+// occ_rows: a row-wise OCC operand with one scale per source row (block=row, no Hadamard) in one
+// pass, for rows of at most kOccRowsMaxCols elements (longer rows take occ_select and the rest).
+// kOccRowsThreads per CTA, each holding occ_rows_chunks(cols) chunks of kVec elements (a power
+// of two up to kOccRowsMaxChunks: the fewest that hold the row).
+constexpr int kOccRowsThreads = 512;
+constexpr int kOccRowsMaxChunks = 4;
+constexpr std::int64_t kOccRowsMaxCols =
+    std::int64_t{kOccRowsThreads} * kOccRowsMaxChunks * kern::kVec;
+int occ_rows_chunks(std::int64_t cols);
+KernelSource occ_rows_kernel(const KernelOperand& op, DType in, std::int64_t cols,
+                             const std::string& target);
 
 // to_source: float values in the source layout (double quantization), else `out` values in the
 // operand layout.

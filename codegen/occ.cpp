@@ -1,6 +1,6 @@
 // Stubs of templates/quantize/occ.cuh: occ_select, occ_scan, occ_chunk_scan, occ_write. None
 // depends on the recipe beyond the input type and the orientation (alpha arrives as sorted
-// positions).
+// positions). And templates/quantize/occ_rows.cuh's one-pass kernel, which quantizes too.
 #include <fmt/format.h>
 
 #include "codegen/kernels.hpp"
@@ -60,6 +60,47 @@ KernelSource occ_write_kernel(DType in, bool cols, const std::string& target) {
       .add("orient", cols ? "cols" : "rows")
       .add("config", "threads=256");
   return occ_kernel("occ_write", "fp4jit::kern::OccWriteArgs", body, key, target);
+}
+
+int occ_rows_chunks(std::int64_t cols) {
+  int c = 1;
+  while (c < kOccRowsMaxChunks && std::int64_t{kOccRowsThreads} * c * kern::kVec < cols) c *= 2;
+  return c;
+}
+
+KernelSource occ_rows_kernel(const KernelOperand& op, DType in, std::int64_t cols,
+                             const std::string& target) {
+  check_cuda_supported(op);
+  const int chunks = occ_rows_chunks(cols);
+  const std::string config = fmt::format("threads={},chunks={}", kOccRowsThreads, chunks);
+  const std::string memo =
+      fmt::format("occ_rows|{}|{}|{}|{}|{}", name(op.role), op.canonical, name(in), config, target);
+  return memoized(memo, [&] {
+    KernelSource k;
+    k.op = "occ_rows";
+    k.header = "quantize/occ_rows.cuh";
+    k.args_type = "fp4jit::kern::OccRowsArgs";
+    k.target = target;
+    k.declarations = "namespace k = fp4jit::kern;\n\n" + operand_struct("RowOperand", op) +
+                     fmt::format(
+                         "\nstruct Config {{\n"
+                         "  using Op = RowOperand;\n"
+                         "  static constexpr k::InType in = {};\n"
+                         "  static constexpr k::Phase phase = k::Phase::quantize;\n"
+                         "  static constexpr int threads = {};\n"
+                         "  static constexpr int chunks = {};\n"
+                         "}};\n",
+                         in_type_name(in_type(in)), kOccRowsThreads, chunks);
+    k.key_text = KeyText()
+                     .add("op", k.op)
+                     .add("role", name(op.role))
+                     .add("row", op.canonical)
+                     .add("in", name(in))
+                     .add("config", config)
+                     .add("target", target)
+                     .text();
+    return k;
+  });
 }
 
 }  // namespace fp4jit::codegen

@@ -2,6 +2,7 @@
 // launch, found by planning them dry.
 #include <set>
 
+#include "codegen/kernels.hpp"
 #include "runtime/cuda/plan.hpp"
 
 namespace fp4jit::cuda {
@@ -34,6 +35,17 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
       Arena arena;
       collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
       collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
+    }
+    // OCC operands also over each row length occ_rows has a kernel for, and over longer rows
+    // (occ_select and the rest).
+    for (std::int64_t cols = 8 * codegen::kOccRowsThreads; cols <= 2 * codegen::kOccRowsMaxCols;
+         cols *= 2) {
+      const TensorView rows{fake, dt, kN, cols, 0};
+      for (Role role : kAllRoles)
+        if (recipe[role].occ && !role_info(role).transposed) {
+          Arena arena;
+          collect(plan_quantize(recipe, role, rows, q, nullptr, QuantizeArgs{}, device, arena));
+        }
     }
     // Pairs also over a large source: their CTA size depends on it (default_tile_config).
     const TensorView large{fake, dt, 16384, 16384, 0};

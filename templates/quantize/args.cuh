@@ -114,6 +114,20 @@ struct OccWriteArgs {
   u32 vector_ok;  // 16-byte loads of the rows are aligned (checked by the host)
 };
 
+// occ_rows (quantize/occ_rows.cuh): a row-wise OCC operand scaled per source row in one pass.
+// q: the quantize arguments (q.row the operand; q.row.amax_out zeroed first, or null); status
+// and ticket zeroed first.
+struct OccRowsArgs {
+  QuantizeArgs q;
+  i64 lo_index, hi_index;  // as OccSelectArgs; lo_index <= hi_index
+  i64* index;              // [capacity]
+  float* value;            // [capacity]
+  i64 capacity;
+  i64* total;   // the residual count (the caller's residual_count)
+  u64* status;  // [rows]: the look-back's per-row words
+  u32* ticket;  // rows are taken in this counter's order
+};
+
 // dequantize: operand codes and scales back to values (operand layout), or to the source layout
 // as float (to_source: inverse Hadamard and transpose, what double quantization re-reads).
 struct DequantizeArgs {

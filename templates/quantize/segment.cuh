@@ -228,12 +228,15 @@ FP4JIT_DEV float requant_value(u32 code, const BlockScale& b, float s_enc) {
 // come from o.stats. n: elements in range (0: nothing is stored). requant_to (double
 // quantization): where the dequantized values of the n elements go, or null.
 // col_scales (block=col operands, or null): the block scales of operand columns col_base on,
-// computed once for the caller's tile instead of once per element here.
+// computed once for the caller's tile instead of once per element here. given (operands with
+// one scale per segment, not block=col): that scale, computed by the caller (occ_rows), instead
+// of from o.stats.
 template <class Op, int kLineStride>
 FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_blocks<Op>()], i64 r,
                                  i64 c0, int n, const OperandOut& o, float s_enc, u64 seed,
                                  u64 offset, float* requant_to,
-                                 const BlockScale* col_scales = nullptr, i64 col_base = 0) {
+                                 const BlockScale* col_scales = nullptr, i64 col_base = 0,
+                                 const BlockScale* given = nullptr) {
   using Scales = SegmentScales<Op>;
   constexpr int kSub = Scales::kSub;
   constexpr int kPer = Scales::kPer;
@@ -242,7 +245,10 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
   Scales sc;
 #pragma unroll
   for (int s = 0; s < kSub; ++s) sc.local[s] = kUnit;
-  if constexpr (local_blocks<Op, kLineStride>()) {
+  if (given != nullptr) {
+#pragma unroll
+    for (int s = 0; s < kSub; ++s) sc.local[s] = *given;
+  } else if constexpr (local_blocks<Op, kLineStride>()) {
 #pragma unroll
     for (int s = 0; s < kSub; ++s) sc.local[s] = block_scale<Op>(stat[s], s_enc);
   } else if constexpr (Scales::kPerColumn) {

@@ -63,6 +63,28 @@ TensorView HostInput::view() {
   return TensorView{bytes.data(), dtype, rows, cols, 0};
 }
 
+void set_value(HostInput& in, std::int64_t r, std::int64_t c, float v) {
+  const std::int64_t i = r * in.cols + c;
+  switch (in.dtype) {
+    case DType::f32:
+      std::memcpy(&in.bytes[i * 4], &v, 4);
+      break;
+    case DType::bf16: {
+      const std::uint16_t h = nx::float_to_bf16(v);
+      std::memcpy(&in.bytes[i * 2], &h, 2);
+      v = nx::bf16_to_float(h);
+      break;
+    }
+    case DType::f16: {
+      const std::uint16_t h = to_f16(v);
+      std::memcpy(&in.bytes[i * 2], &h, 2);
+      v = nx::f16_to_float(h);
+      break;
+    }
+  }
+  in.values(r, c) = v;  // as the kernels read it (a NaN's payload as the type keeps it)
+}
+
 HostInput make_input(InputKind kind, DType dtype, std::int64_t rows, std::int64_t cols,
                      std::uint32_t seed, bool signed_zeros) {
   std::mt19937 gen(seed);

@@ -28,6 +28,10 @@ struct HostInput {
 HostInput make_input(InputKind kind, DType dtype, std::int64_t rows, std::int64_t cols,
                      std::uint32_t seed, bool signed_zeros);
 
+// Element (r, c) of `in` set to v in its type (v exact in it: Inf, values of few bits; a NaN
+// keeps what the type holds of its payload), and in.values to what the bytes hold.
+void set_value(HostInput& in, std::int64_t r, std::int64_t c, float v);
+
 constexpr std::uint8_t kPoison = 0xA5;
 
 // Output buffers of one operand in host memory, poisoned.

@@ -76,7 +76,7 @@ TEST_P(PresetCompiles, EveryKernelCompiles) {
   EXPECT_TRUE(ops.count("column_sums_partial") && ops.count("column_sums_reduce"));
   if (recipe[Role::x].occ) {
     EXPECT_TRUE(ops.count("occ_select") && ops.count("occ_scan") && ops.count("occ_chunk_scan") &&
-                ops.count("occ_write"));
+                ops.count("occ_write") && ops.count("occ_rows"));
   }
   if (recipe[Role::w].dge) {
     EXPECT_TRUE(ops.count("dge_apply"));
