@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "reference/reference.hpp"
@@ -106,6 +107,41 @@ TEST(GpuQuantizeOcc, LongRowsMatchReference) {
         ASSERT_EQ(compare(ref, out, true), "") << "row-wise operand";
         ASSERT_EQ(compare(ref_t, out_t, true), "") << "transposed operand";
       }
+    }
+  }
+}
+
+// occ_rows over many rows at once, so that rows wait on the list offsets of rows other CTAs
+// still hold (the look-back, 32 rows a step): random rows (the bounded lists) with NaN rows,
+// constant rows (a list over its capacity) and rows of outlier columns among them, each input
+// type, two calls in a row on the same buffers (the status words zeroed per call).
+TEST(GpuQuantizeOcc, ManyRowsInOnePassMatchReference) {
+  REQUIRE_GPU();
+  const Recipe recipe = parse_recipe("msfp4");
+  std::uint32_t seed = 700;
+  for (const auto& [dtype, rows, cols] :
+       {std::tuple{DType::bf16, 3000, 4096}, std::tuple{DType::f16, 1500, 8192},
+        std::tuple{DType::f32, 700, 16384}, std::tuple{DType::bf16, 4099, 2056}}) {
+    SCOPED_TRACE(fmt::format("{} [{}, {}]", name(dtype), rows, cols));
+    HostInput in = make_input(InputKind::random, dtype, rows, cols, ++seed, false);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (r % 37 == 5) set_value(in, r, (r * 131) % cols, std::nanf(""));
+      if (r % 53 == 7)
+        for (std::int64_t c = 0; c < cols; ++c) set_value(in, r, c, 0.75f);
+      if (r % 41 == 3)
+        for (std::int64_t c = r % 64; c < cols; c += 64) set_value(in, r, c, 200.0f);
+    }
+    const DeviceInput din(in, 0);
+    const QuantizeArgs args{seed, 0};
+    const reference::QuantizeOptions ropt{.seed = args.seed, .offset = args.offset};
+    const QuantizedTensor ref = reference::quantize(recipe, Role::x, in.values, ropt);
+    HostOperand out(ref.layout, rows * cols);
+    DeviceOperand dout(out);
+    for (int call = 0; call < 2; ++call) {
+      engine.quantize(recipe, Role::x, din.view, dout.view(), args);
+      Gpu::get()->scope.synchronize();
+      dout.download(out);
+      ASSERT_EQ(compare(ref, out, true), "") << "call " << call;
     }
   }
 }
