@@ -13,6 +13,7 @@
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "codegen/kernels.hpp"
@@ -211,7 +212,11 @@ bool Planner::occ_rows(const KernelOperand& op, const TensorView& in, const Quan
                        const QuantizedView& out, const kern::QuantizeArgs& qa) {
   const OperandSpec& s = op.spec;
   const i64 n = in.cols;
-  if (!s.occ || role_info(op.role).transposed || s.block.kind != Block::Kind::row ||
+  static const bool off = [] {
+    const char* v = std::getenv("FP4JIT_OCC_ROWS");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }();
+  if (off || !s.occ || role_info(op.role).transposed || s.block.kind != Block::Kind::row ||
       s.had.size != 0 || s.rule == ScaleRule::two_level || in.rows <= 0 || n <= 0 ||
       n > codegen::kOccRowsMaxCols || in.rows >= (i64{1} << 32) ||
       occ_lo_index(n) > occ_hi_index(n))
