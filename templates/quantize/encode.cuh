@@ -3,6 +3,7 @@
 // encode_element), which is what makes the kernels bit-identical to it.
 #pragma once
 #include "numerics/e2m1.cuh"
+#include "numerics/fast_encode.cuh"
 #include "numerics/minifloat.cuh"
 #include "numerics/philox.cuh"
 #include "numerics/scale.cuh"
@@ -90,7 +91,9 @@ FP4JIT_DEV float apply_scale(float x, const BlockScale& b) {
 // (E5M2); NaN encodes as the format's NaN (E2M1: 0).
 template <class Op>
 FP4JIT_DEV u32 encode_element(float v, u32 rbits) {
-  if constexpr (Op::elem == Elem::e2m1) {
+  if constexpr (Op::elem == Elem::e2m1 && Op::round != nx::Round::stochastic) {
+    return nx::e2m1_encode_fma(v, Op::round);  // == nx::e2m1_encode, in three FMAs
+  } else if constexpr (Op::elem == Elem::e2m1) {
     return nx::e2m1_encode_fast(v, Op::round, rbits, Op::sr_bits);  // == nx::e2m1_encode
   } else {
     const nx::MiniFloat fmt = elem_minifloat(Op::elem);

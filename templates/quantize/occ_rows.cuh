@@ -8,10 +8,11 @@
 //      Fast path: each warp sorts its lanes' largest keys; the smallest over the warps (those
 //      whose every lane holds elements) of their ceil(kh / warps)-th largest is a bound B_hi with
 //      at least kh = cols - hi_index keys at or above it, so every key >= B_hi (few: ~2-3 % of a
-//      row at alpha = 0.99) goes into a shared-memory list, and hi is the list's (size - kh)-th
-//      smallest, by occ.cuh's radix select over the list alone; lo likewise from the lanes'
-//      smallest keys. Slow path, for a row holding NaN or Inf, a list over kOccRowsCap, or kh / kl
-//      above 32 per such warp: the same radix select over every element of the row.
+//      row at alpha = 0.99) goes into a shared-memory list (a part per warp, placed by ballots),
+//      and hi is the list's (size - kh)-th smallest, by occ.cuh's radix select over the list
+//      alone; lo likewise from the lanes' smallest keys. Slow path, for a row holding NaN or Inf,
+//      a warp's list over kOccRowsWarpCap, or kh / kl above 32 per such warp: the same radix
+//      select over every element of the row.
 //   2. The row's stat word (largest |clamp(x)|: max(|lo|, |hi|) on the fast path, where the row
 //      is finite and lo <= hi), its clamped count (the lists' keys beyond lo / hi), published at
 //      once for the rows after it (decoupled look-back over per-row status words).
@@ -26,7 +27,8 @@
 
 namespace fp4jit::kern {
 
-constexpr int kOccRowsCap = 1024;  // list entries per side (4 KB each)
+constexpr int kOccRowsWarpCap = 128;  // list entries per warp and side
+constexpr int kOccRowsMaxWarps = 32;
 
 // Status words of the look-back: the flag in the top two bits, the count below.
 constexpr u64 kOccAggregate = u64{1} << 62, kOccInclusive = u64{2} << 62;
@@ -49,6 +51,23 @@ FP4JIT_DEV float raw_value(const u32 (&w)[kRawWords<T>], int e) {
     return nx::bits_float(w[e]);
   } else {
     const u16 h = static_cast<u16>(e % 2 == 0 ? (w[e / 2] & 0xffffu) : (w[e / 2] >> 16));
+    return T == InType::bf16 ? nx::bf16_to_float(h) : nx::f16_to_float(h);
+  }
+}
+
+// The same for an index known only at run time, by selects (an indexed register array would
+// go to local memory).
+template <InType T>
+FP4JIT_DEV float raw_value_at(const u32 (&w)[kRawWords<T>], int e) {
+  constexpr int kPerWord = T == InType::f32 ? 1 : 2;
+  const int q = e / kPerWord;
+  u32 word = w[0];
+#pragma unroll
+  for (int k = 1; k < kRawWords<T>; ++k) word = q == k ? w[k] : word;
+  if constexpr (T == InType::f32) {
+    return nx::bits_float(word);
+  } else {
+    const u16 h = static_cast<u16>((e & 1) != 0 ? (word >> 16) : (word & 0xffffu));
     return T == InType::bf16 ? nx::bf16_to_float(h) : nx::f16_to_float(h);
   }
 }
@@ -99,27 +118,32 @@ FP4JIT_DEV u32 warp_kth_largest(u32 v, int k) {
   return __shfl_sync(0xffffffffu, v, 32 - k);
 }
 
+template <int kWarps>
 struct OccRowsShared {
   u32 hist[2][256];
-  u32 list[2][kOccRowsCap];  // keys at or below B_lo, at or above B_hi
+  // Keys at or below B_lo (side 0), at or above B_hi (side 1): kOccRowsWarpCap per warp, in
+  // count[side][warp] (which may pass the capacity: then the slow path).
+  u32 list[2][kWarps * kOccRowsWarpCap];
+  u32 count[2][kWarps];
   u32 prefix[2];
   i64 kth[2];
-  u32 count[2];  // list sizes (may pass the capacity: then the slow path)
-  u32 warp_bound[2][32];
-  u32 clamped, row_max, finite_max, special;
-  u32 totals[kOccRowsCap / 4];  // per (chunk, warp): clamped elements, then their exclusive scan
+  u32 warp_bound[2][kWarps];
+  u32 clamped, row_max, finite_max, special, overflow;
+  u32 totals[8 * kWarps];  // per (chunk, warp): clamped elements, then their exclusive scan
   i64 row, offset;
 };
 
 // The keys occ_radix_select visits: the fast path's lists, and the whole row held by each
 // thread (chunks of kVec elements, n[i] of chunk i in range).
+template <int kWarps>
 struct ListKeys {
-  const OccRowsShared& sh;
-  int size[2];
+  const OccRowsShared<kWarps>& sh;
   template <class F>
   FP4JIT_DEV void operator()(int side, F&& f) const {
-    for (int i = static_cast<int>(threadIdx.x); i < size[side]; i += static_cast<int>(blockDim.x))
-      f(sh.list[side][i]);
+    for (int i = static_cast<int>(threadIdx.x); i < kWarps * kOccRowsWarpCap;
+         i += static_cast<int>(blockDim.x))
+      if (static_cast<u32>(i % kOccRowsWarpCap) < sh.count[side][i / kOccRowsWarpCap])
+        f(sh.list[side][i]);
   }
 };
 template <InType T, int kC>
@@ -138,8 +162,8 @@ struct RowKeys {  // copies (registers once inlined: references would put the ro
 
 // The radix select of occ.cuh over keys given by visit(side, f) (f(key) for each key of that
 // side): sh.kth[side] are the wanted positions; on return sh.prefix holds the keys.
-template <InType T, class Visit>
-FP4JIT_DEV void occ_radix_select(OccRowsShared& sh, const Visit& visit) {
+template <InType T, class Shared, class Visit>
+FP4JIT_DEV void occ_radix_select(Shared& sh, const Visit& visit) {
   if (threadIdx.x == 0) sh.prefix[0] = sh.prefix[1] = 0u;
   u32 mask = 0u;
   for (int pass = 0; pass < kSelectPasses<T>; ++pass) {
@@ -179,8 +203,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
   constexpr int kC = Cfg::chunks;
   constexpr int kW = kRawWords<T>;
   static_assert(Op::block == BlockKind::row && Op::had == 0 && Op::occ, "occ_rows: OCC rows");
-  static_assert(kC * kWarps <= kOccRowsCap / 4 && kC <= 8, "occ_rows: chunks");
-  __shared__ OccRowsShared sh;
+  static_assert(kWarps <= kOccRowsMaxWarps && kC <= 8, "occ_rows: threads, chunks");
+  __shared__ OccRowsShared<kWarps> sh;
   QuantizeArgs a = args.q;
   resolve_seed<Cfg, Op>(a);
   const OperandOut& o = a.row;
@@ -194,8 +218,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
   for (;;) {
     if (tid == 0) {
       sh.row = atomicAdd(args.ticket, 1u);
-      sh.count[0] = sh.count[1] = 0u;
-      sh.clamped = sh.row_max = sh.finite_max = sh.special = 0u;
+      sh.clamped = sh.row_max = sh.finite_max = sh.special = sh.overflow = 0u;
     }
     __syncthreads();
     const i64 r = sh.row;
@@ -244,65 +267,56 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
         b_lo = sh.warp_bound[0][w] > b_lo ? sh.warp_bound[0][w] : b_lo;
         b_hi = sh.warp_bound[1][w] < b_hi ? sh.warp_bound[1][w] : b_hi;
       }
-      // The lists: counted per lane, placed by a warp scan and one atomic per warp and side.
-      u32 c_lo = 0u, c_hi = 0u;
+      // The lists: each warp's keys beyond the bounds at ballot positions in its own part.
+      const u32 below = (1u << lane) - 1u;
+      u32 n_lo = 0u, n_hi = 0u;  // the warp's counts so far (uniform)
+      u32* const list_lo = sh.list[0] + warp * kOccRowsWarpCap;
+      u32* const list_hi = sh.list[1] + warp * kOccRowsWarpCap;
 #pragma unroll
       for (int i = 0; i < kC; ++i)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          if (e < n[i]) {
-            const u32 key = finite_sort_key(raw_value<T>(raw[i], e));
-            c_lo += key <= b_lo ? 1u : 0u;
-            c_hi += key >= b_hi ? 1u : 0u;
+        for (int e = 0; e < kVec; ++e) {
+          const u32 key = finite_sort_key(raw_value<T>(raw[i], e));
+          const bool in_lo = e < n[i] && key <= b_lo, in_hi = e < n[i] && key >= b_hi;
+          const u32 m_lo = __ballot_sync(0xffffffffu, in_lo);
+          const u32 m_hi = __ballot_sync(0xffffffffu, in_hi);
+          if (m_lo != 0u) {
+            const u32 p = n_lo + static_cast<u32>(__popc(m_lo & below));
+            if (in_lo && p < kOccRowsWarpCap) list_lo[p] = key;
+            n_lo += static_cast<u32>(__popc(m_lo));
           }
-      u32 incl = c_lo | (c_hi << 16);  // at most 32 x 64 of each per warp
-      for (int d = 1; d < 32; d <<= 1) {
-        const u32 other = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += other;
-      }
-      u32 start = 0u;
-      if (lane == 31) {
-        const u32 s_lo = atomicAdd(&sh.count[0], incl & 0xffffu);
-        const u32 s_hi = atomicAdd(&sh.count[1], incl >> 16);
-        start = s_lo | (s_hi << 16);
-      }
-      start = __shfl_sync(0xffffffffu, start, 31);
-      const u32 excl = incl - (c_lo | (c_hi << 16));
-      u32 p_lo = (start & 0xffffu) + (excl & 0xffffu), p_hi = (start >> 16) + (excl >> 16);
-#pragma unroll
-      for (int i = 0; i < kC; ++i)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          if (e < n[i]) {
-            const u32 key = finite_sort_key(raw_value<T>(raw[i], e));
-            if (key <= b_lo) {
-              if (p_lo < kOccRowsCap) sh.list[0][p_lo] = key;
-              ++p_lo;
-            }
-            if (key >= b_hi) {
-              if (p_hi < kOccRowsCap) sh.list[1][p_hi] = key;
-              ++p_hi;
-            }
+          if (m_hi != 0u) {
+            const u32 p = n_hi + static_cast<u32>(__popc(m_hi & below));
+            if (in_hi && p < kOccRowsWarpCap) list_hi[p] = key;
+            n_hi += static_cast<u32>(__popc(m_hi));
           }
+        }
+      if (lane == 0) {
+        sh.count[0][warp] = n_lo;
+        sh.count[1][warp] = n_hi;
+        if (n_lo > kOccRowsWarpCap || n_hi > kOccRowsWarpCap) sh.overflow = 1u;
+      }
       __syncthreads();
-      fast = sh.count[0] <= kOccRowsCap && sh.count[1] <= kOccRowsCap;
+      fast = sh.overflow == 0u;
     }
 
     float lo, hi;
     if (fast) {
-      const int size[2] = {static_cast<int>(sh.count[0]), static_cast<int>(sh.count[1])};
       if (tid == 0) {
+        i64 size_hi = 0;
+        for (int w = 0; w < kWarps; ++w) size_hi += sh.count[1][w];
         sh.kth[0] = args.lo_index;
-        sh.kth[1] = size[1] - kh;
+        sh.kth[1] = size_hi - kh;
       }
-      occ_radix_select<T>(sh, ListKeys{sh, {size[0], size[1]}});
+      const ListKeys<kWarps> lists{sh};
+      occ_radix_select<T>(sh, lists);
       lo = key_value(complete_key<T>(sh.prefix[0]));
       hi = key_value(complete_key<T>(sh.prefix[1]));
       // The clamped elements are the lists' keys beyond lo and hi (lo <= hi: the planner's
       // lo_index <= hi_index); the row is finite, so its largest |clamp(x)| is |lo| or |hi|.
       u32 clamped = 0u;
-      for (int i = tid; i < size[0]; i += kT) clamped += key_value(sh.list[0][i]) < lo ? 1u : 0u;
-      for (int i = tid; i < size[1]; i += kT) clamped += key_value(sh.list[1][i]) > hi ? 1u : 0u;
+      lists(0, [&](u32 key) { clamped += key_value(key) < lo ? 1u : 0u; });
+      lists(1, [&](u32 key) { clamped += key_value(key) > hi ? 1u : 0u; });
       clamped = warp_sum(clamped);
       if (lane == 0 && clamped != 0u) atomicAdd(&sh.clamped, clamped);
       if (tid == 0) {
@@ -450,15 +464,12 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
           if (f == 0u) continue;
           i64 pos = offset + sh.totals[i * kWarps + warp] + mine[i];
           const i64 c0 = static_cast<i64>(i * kT + tid) * kVec;
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            if (!(f & (1u << e))) continue;
+          for (; f != 0u; f &= f - 1u, ++pos) {  // the set bits, lowest first
+            const int e = __ffs(static_cast<int>(f)) - 1;
             if (pos < args.capacity) {
-              const float x = raw_value<T>(raw[i], e);
               args.index[pos] = r * cols + c0 + e;
-              args.value[pos] = residual(x, lo, hi);
+              args.value[pos] = residual(raw_value_at<T>(raw[i], e), lo, hi);
             }
-            ++pos;
           }
         }
       }
