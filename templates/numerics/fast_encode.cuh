@@ -116,9 +116,13 @@ FP4JIT_HD u32 e2m1_fma_q(float a, Round mode, bool negative, u32 rbits, int sr_b
       return e2m1_pieces_from<FmaMode::rz, 22, 1>(a, kHalf);
     case Round::zero:
       return e2m1_pieces_from<FmaMode::ru, 22, 1>(a, kTwo22);
-    case Round::up:  // ties toward +inf: away in magnitude for positive values, zero for negative
-      return negative ? e2m1_pieces_from<FmaMode::ru, 22, 1>(a, kTwo22)
-                      : e2m1_pieces_from<FmaMode::rz, 22, 1>(a, kHalf);
+    case Round::up: {
+      // Ties toward +inf: away in magnitude for positive values, toward zero for negative ones,
+      // which is away for the float just below a (it lies at or past a midpoint exactly when a
+      // lies past it, and every grid point and midpoint is a float): one set of pieces either way.
+      const float b = negative && a > 0.0f ? bits_float(float_bits(a) - 1u) : a;
+      return e2m1_pieces_from<FmaMode::rz, 22, 1>(b, kHalf);
+    }
     case Round::stochastic: {
       const u32 r = rbits & ((1u << sr_bits) - 1u);
       // The pieces' addends by float additions (exact: the sums stay in c's binade), on the FMA

@@ -104,6 +104,14 @@ FP4JIT_DEV u32 warp_max(u32 v) {
   for (int d = 16; d > 0; d >>= 1) v = umax(v, shfl_xor(v, d));
   return v;
 }
+// warp_max by one redux.sync where the hardware has it (sm_80 on).
+FP4JIT_DEV u32 redux_umax(u32 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(0xffffffffu, v);
+#else
+  return warp_max(v);
+#endif
+}
 FP4JIT_DEV u32 warp_sum(u32 v) {
   for (int d = 16; d > 0; d >>= 1) v += shfl_xor(v, d);
   return v;

@@ -5,7 +5,7 @@
 //
 // Per row:
 //   1. lo and hi (sorted positions lo_index and hi_index, the order of occ.cuh's sort_key).
-//      Fast path: each warp sorts its lanes' largest keys; the smallest over the warps (those
+//      Fast path: each warp ranks its lanes' largest keys; the smallest over the warps (those
 //      whose every lane holds elements) of their ceil(kh / warps)-th largest is a bound B_hi with
 //      at least kh = cols - hi_index keys at or above it, so every key >= B_hi (few: ~2-3 % of a
 //      row at alpha = 0.99) goes into a shared-memory list (a part per warp, placed by ballots),
@@ -104,18 +104,15 @@ FP4JIT_DEV u32 finite_sort_key(float x) {
   return u ^ (static_cast<u32>(static_cast<int>(u) >> 31) | 0x80000000u);
 }
 
-// The k-th largest (k in 1..32) of the warp's values.
+// The k-th largest (k in 1..32) of the warp's values: k maxima, each one's first lane knocked out.
 FP4JIT_DEV u32 warp_kth_largest(u32 v, int k) {
-  const int lane = lane_id();
-  for (int size = 2; size <= 32; size <<= 1) {
-    for (int stride = size / 2; stride > 0; stride >>= 1) {
-      const u32 o = shfl_xor(v, stride);
-      const bool ascending = (lane & size) == 0 || size == 32;
-      const bool lower = (lane & stride) == 0;
-      v = (lower == ascending) ? (v < o ? v : o) : (v < o ? o : v);
-    }
+  u32 m = 0u;
+  for (int j = 0; j < k; ++j) {
+    m = redux_umax(v);
+    const u32 at = __ballot_sync(0xffffffffu, v == m);
+    if (lane_id() == __ffs(static_cast<int>(at)) - 1) v = 0u;
   }
-  return __shfl_sync(0xffffffffu, v, 32 - k);
+  return m;
 }
 
 template <int kWarps>
@@ -136,14 +133,14 @@ struct OccRowsShared {
 // The keys occ_radix_select visits: the fast path's lists, and the whole row held by each
 // thread (chunks of kVec elements, n[i] of chunk i in range).
 template <int kWarps>
-struct ListKeys {
+struct ListKeys {  // each warp visits its own part
   const OccRowsShared<kWarps>& sh;
   template <class F>
   FP4JIT_DEV void operator()(int side, F&& f) const {
-    for (int i = static_cast<int>(threadIdx.x); i < kWarps * kOccRowsWarpCap;
-         i += static_cast<int>(blockDim.x))
-      if (static_cast<u32>(i % kOccRowsWarpCap) < sh.count[side][i / kOccRowsWarpCap])
-        f(sh.list[side][i]);
+    const int w = warp_id();
+    const u32 n = sh.count[side][w];
+    for (u32 i = static_cast<u32>(lane_id()); i < n; i += 32u)
+      f(sh.list[side][w * kOccRowsWarpCap + i]);
   }
 };
 template <InType T, int kC>
