@@ -16,12 +16,14 @@
 //   2. The row's stat word (largest |clamp(x)|: max(|lo|, |hi|) on the fast path, where the row
 //      is finite and lo <= hi), its clamped count (the lists' keys beyond lo / hi), published at
 //      once for the rows after it (decoupled look-back over per-row status words).
-//   3. Codes and the row's scale (quantize_segment, the scale given), the clamped elements' flags.
+//   3. Codes and the row's scale (quantize_segment, the scale given; BF16 rows of msfp4's x by the
+//      packed encoder), the clamped elements' flags.
 //   4. The row's list offset (look-back), then its residual entries, in index order.
 //
 // Config: Op, in, threads, chunks (most kVec-element chunks a thread holds: cols <= threads *
 // chunks * kVec; the planner takes the old path beyond).
 #pragma once
+#include "numerics/fast_encode.cuh"
 #include "quantize/occ.cuh"
 #include "quantize/segment.cuh"
 
@@ -113,6 +115,60 @@ FP4JIT_DEV u32 warp_kth_largest(u32 v, int k) {
     if (lane_id() == __ffs(static_cast<int>(at)) - 1) v = 0u;
   }
   return m;
+}
+
+// Rows of BF16 scaled by a power of two into E2M1 with ties toward +inf (msfp4's x) also take the
+// packed encoder of the lane-group kernels (nx::e2m1_pack8_pow2), two elements per instruction.
+template <class Op, InType T>
+constexpr bool kOccPacked = T == InType::bf16&& Op::elem == Elem::e2m1&& Op::rule ==
+                            Rule::ms_pow2&& Op::round == nx::Round::up;
+
+// Both halves of w (BF16) clamped to [lo2, hi2] (lo and hi in both halves): max then min, which
+// is occ_clamp for values that are not NaN where neither bound is a zero.
+FP4JIT_DEV u32 clamp_bf16x2(u32 w, u32 lo2, u32 hi2) {
+#if defined(__CUDA_ARCH__)
+  u32 r;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(w), "r"(lo2));
+  asm("min.bf16x2 %0, %0, %1;" : "+r"(r) : "r"(hi2));
+  return r;
+#else
+  u32 r = 0u;
+  for (int h = 0; h < 2; ++h) {
+    const float x = nx::bf16_to_float(static_cast<u16>(w >> (16 * h)));
+    const float l = nx::bf16_to_float(static_cast<u16>(lo2 >> (16 * h)));
+    const float u = nx::bf16_to_float(static_cast<u16>(hi2 >> (16 * h)));
+    r |= static_cast<u32>(nx::float_bits(occ_clamp(x, l, u)) >> 16) << (16 * h);
+  }
+  return r;
+#endif
+}
+
+// One whole chunk of kVec BF16 elements (raw words, element e in half e % 2 of word e / 2) of a
+// packed row: clamped, encoded (scale 2^s) and stored as one code word at `dst`; returns the
+// clamped elements' flags (bit e). Ties toward +inf are ties away from zero for positive values
+// and, for negative ones, ties away for the BF16 value just below in magnitude (the midpoints are
+// BF16 values, so only a tie changes side): one encoder with ties away for both.
+FP4JIT_DEV u32 occ_pack8(const u32 (&w)[4], float lo, float hi, int s, u8* dst) {
+  const u32 lb = nx::float_bits(lo) >> 16, hb = nx::float_bits(hi) >> 16;
+  const u32 lo2 = lb | (lb << 16), hi2 = hb | (hb << 16);
+  u32 p[4];
+  p[0] = nx::prmt(w[0], w[2], 0x5410u);  // pair j: (element j, element j + 4)
+  p[1] = nx::prmt(w[0], w[2], 0x7632u);
+  p[2] = nx::prmt(w[1], w[3], 0x5410u);
+  p[3] = nx::prmt(w[1], w[3], 0x7632u);
+  u32 flags = 0u;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const u32 c = clamp_bf16x2(p[j], lo2, hi2);
+    const u32 d = c ^ p[j];
+    flags |= ((d & 0xffffu) != 0u ? 1u : 0u) << j;
+    flags |= ((d >> 16) != 0u ? 1u : 0u) << (j + 4);
+    // Negative halves with a nonzero magnitude: one BF16 step smaller (no borrow into the sign).
+    const u32 nonzero = ((c & 0x7fff7fffu) + 0x7fff7fffu) & 0x80008000u;
+    p[j] = c - ((c & nonzero) >> 15);
+  }
+  *reinterpret_cast<u32*>(dst) = nx::e2m1_pack8_pow2<false>(p, nx::e2m1_pow2_pack_consts(s, true));
+  return flags;
 }
 
 template <int kWarps>
@@ -373,9 +429,28 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
     const BlockScale scale = block_scale<Op>(stat_of(sh.row_max), 1.0f);
     u64 flags = 0u;
     const u32 no_stat[sub_blocks<Op>()] = {};
+    // The packed path: lo and hi nonzero (a BF16 max / min clamps as occ_clamp then, -0 and +0
+    // never meeting a bound), a scale exponent the packed encoder takes, whole 4-byte code words.
+    int s_exp = 0;
+    bool packed = false;
+    if constexpr (kOccPacked<Op, T>) {
+      s_exp = static_cast<int>((nx::float_bits(scale.factor) >> 23) & 0xffu) - 127;
+      packed = fast && lo != 0.0f && hi != 0.0f && !scale.nan && s_exp >= -126 && s_exp <= 112 &&
+               o.row_bytes % 4 == 0;
+    }
 #pragma unroll
     for (int i = 0; i < kC; ++i) {
       if (n[i] == 0) continue;
+      const i64 c0 = static_cast<i64>(i * kT + tid) * kVec;
+      if constexpr (kOccPacked<Op, T>) {
+        if (packed && n[i] == kVec) {
+          flags |=
+              static_cast<u64>(occ_pack8(raw[i], lo, hi, s_exp, o.codes + r * o.row_bytes + c0 / 2))
+              << (i * kVec);
+          if (c0 == 0) store_scale<Op>(o.scales, r, scale);
+          continue;
+        }
+      }
       float v[kVec];
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
@@ -383,7 +458,6 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::chunks <= 2 ? 2 : 1)
         v[e] = occ_clamp(x, lo, hi);
         if (e < n[i] && v[e] != x) flags |= u64{1} << (i * kVec + e);
       }
-      const i64 c0 = static_cast<i64>(i * kT + tid) * kVec;
       quantize_segment<Op, 0>(v, no_stat, r, c0, n[i], o, 1.0f, a.seed, a.offset, nullptr, nullptr,
                               0, &scale);
     }

@@ -2,7 +2,8 @@
 // per row, on the CPU emulator against the reference: rows built to take each of its paths (the
 // bounded lists; NaN and Inf rows, lists over their capacity and quantiles too far out for the
 // bound, which select over the whole row), every input type, aligned, ragged and padded rows,
-// each chunk count, and the planner's choice between it and occ_select.
+// each chunk count, BF16 rows by the packed encoder (ties of both signs) and by floats, and the
+// planner's choice between it and occ_select.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +21,7 @@ namespace {
 
 // Row r of `in` (random already) rewritten as row kind r % 8:
 //   0 random (the bounded lists)    1 a few NaN          2 +Inf and -Inf     3 constant
-//   4 five values, many ties        5 outlier columns    6 zeros             7 subnormals
+//   4 E2M1 midpoints (ties)         5 outlier columns    6 zeros, 1 in 97 not 7 subnormals
 // Values are exact in every input type.
 void shape_rows(HostInput& in, std::uint32_t seed) {
   std::mt19937 gen(seed);
@@ -39,17 +40,21 @@ void shape_rows(HostInput& in, std::uint32_t seed) {
       case 3:
         for (std::int64_t c = 0; c < in.cols; ++c) set_value(in, r, c, 1.5f);
         break;
-      case 4: {
-        const float v[] = {-2.0f, -1.0f, 0.5f, 1.0f, 3.0f};
-        for (std::int64_t c = 0; c < in.cols; ++c) set_value(in, r, c, v[gen() % 5]);
+      case 4: {  // E2M1 midpoints of both signs under a scale of 1 (|lo|, |hi| = 6): all ties
+        const float mid[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+        for (std::int64_t c = 0; c < in.cols; ++c) {
+          const float m = c % 33 == 0 ? 6.0f : mid[gen() % 7];
+          set_value(in, r, c, gen() % 2 ? -m : m);
+        }
         break;
       }
       case 5:
         for (std::int64_t c = 0; c < in.cols; c += 64)
           set_value(in, r, c, c % 128 ? 96.0f : -80.0f);
         break;
-      case 6:
-        for (std::int64_t c = 0; c < in.cols; ++c) set_value(in, r, c, 0.0f);
+      case 6:  // lo or hi at zero: the clamp by floats, not by BF16 max / min
+        for (std::int64_t c = 0; c < in.cols; ++c)
+          if (c % 97 != 0) set_value(in, r, c, 0.0f);
         break;
       case 7:
         for (std::int64_t c = 0; c < in.cols; ++c)
