@@ -67,13 +67,12 @@ KernelSource occ_chunk_scan_kernel(const std::string& target);
 KernelSource occ_write_kernel(DType in, bool cols, const std::string& target);
 // occ_rows: a row-wise OCC operand with one scale per source row (block=row, no Hadamard) in one
 // pass, for rows of at most kOccRowsMaxCols elements (longer rows take occ_select and the rest).
-// kOccRowsThreads per CTA, each holding occ_rows_chunks(cols) chunks of kVec elements (a power
-// of two up to kOccRowsMaxChunks: the fewest that hold the row).
-constexpr int kOccRowsThreads = 512;
-constexpr int kOccRowsMaxChunks = 4;
-constexpr std::int64_t kOccRowsMaxCols =
-    std::int64_t{kOccRowsThreads} * kOccRowsMaxChunks * kern::kVec;
-int occ_rows_chunks(std::int64_t cols);
+// occ_rows_shape: the CTA size and the kVec-element chunks each thread holds for a row length.
+struct OccRowsShape {
+  int threads, chunks;
+};
+constexpr std::int64_t kOccRowsMaxCols = 16384;
+OccRowsShape occ_rows_shape(std::int64_t cols);
 KernelSource occ_rows_kernel(const KernelOperand& op, DType in, std::int64_t cols,
                              const std::string& target);
 

@@ -62,17 +62,19 @@ KernelSource occ_write_kernel(DType in, bool cols, const std::string& target) {
   return occ_kernel("occ_write", "fp4jit::kern::OccWriteArgs", body, key, target);
 }
 
-int occ_rows_chunks(std::int64_t cols) {
-  int c = 1;
-  while (c < kOccRowsMaxChunks && std::int64_t{kOccRowsThreads} * c * kern::kVec < cols) c *= 2;
-  return c;
+OccRowsShape occ_rows_shape(std::int64_t cols) {
+  // 512 threads with one or two chunks each (two CTAs per SM at 64 registers), 1024 with two
+  // beyond 8192 elements: four chunks a thread spill.
+  if (cols <= std::int64_t{512} * kern::kVec) return {512, 1};
+  if (cols <= std::int64_t{512} * 2 * kern::kVec) return {512, 2};
+  return {1024, 2};
 }
 
 KernelSource occ_rows_kernel(const KernelOperand& op, DType in, std::int64_t cols,
                              const std::string& target) {
   check_cuda_supported(op);
-  const int chunks = occ_rows_chunks(cols);
-  const std::string config = fmt::format("threads={},chunks={}", kOccRowsThreads, chunks);
+  const OccRowsShape shape = occ_rows_shape(cols);
+  const std::string config = fmt::format("threads={},chunks={}", shape.threads, shape.chunks);
   const std::string memo =
       fmt::format("occ_rows|{}|{}|{}|{}|{}", name(op.role), op.canonical, name(in), config, target);
   return memoized(memo, [&] {
@@ -90,7 +92,7 @@ KernelSource occ_rows_kernel(const KernelOperand& op, DType in, std::int64_t col
                          "  static constexpr int threads = {};\n"
                          "  static constexpr int chunks = {};\n"
                          "}};\n",
-                         in_type_name(in_type(in)), kOccRowsThreads, chunks);
+                         in_type_name(in_type(in)), shape.threads, shape.chunks);
     k.key_text = KeyText()
                      .add("op", k.op)
                      .add("role", name(op.role))

@@ -242,8 +242,8 @@ bool Planner::occ_rows(const KernelOperand& op, const TensorView& in, const Quan
   any_alpha.occ_alpha = Recipe{}.occ_alpha;
   launch(codegen::occ_rows_kernel(codegen::with_spec(any_alpha, op.role, s), in.dtype, n,
                                   device_.target),
-         std::min<i64>(in.rows, static_cast<i64>(device_.sm_count) * 4), codegen::kOccRowsThreads,
-         a, in_bytes + l.code_bytes() + scale_bytes(l));
+         std::min<i64>(in.rows, static_cast<i64>(device_.sm_count) * 4),
+         codegen::occ_rows_shape(n).threads, a, in_bytes + l.code_bytes() + scale_bytes(l));
   return true;
 }
 

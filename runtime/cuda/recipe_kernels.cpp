@@ -38,7 +38,7 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
     }
     // OCC operands also over each row length occ_rows has a kernel for, and over longer rows
     // (occ_select and the rest).
-    for (std::int64_t cols = 8 * codegen::kOccRowsThreads; cols <= 2 * codegen::kOccRowsMaxCols;
+    for (std::int64_t cols = codegen::kOccRowsMaxCols / 4; cols <= 2 * codegen::kOccRowsMaxCols;
          cols *= 2) {
       const TensorView rows{fake, dt, kN, cols, 0};
       for (Role role : kAllRoles)

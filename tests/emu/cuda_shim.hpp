@@ -102,6 +102,11 @@ inline unsigned atomicMax(unsigned* p, unsigned v) {
   if (v > old) *p = v;
   return old;
 }
+inline unsigned atomicMin(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  if (v < old) *p = v;
+  return old;
+}
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   const unsigned old = *p;
   *p = old + v;

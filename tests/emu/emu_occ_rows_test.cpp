@@ -88,7 +88,7 @@ TEST(EmuOccRows, EveryPathMatchesReference) {
       {"msfp4", DType::bf16, 16384, false},
       {"msfp4:occ=0.97", DType::bf16, 8192, true},
       {"msfp4:occ=0.9", DType::f32, 2048, false},
-      {"msfp4:occ=0.9", DType::bf16, 16384, false},  // kh = 1639: over the bound's 512
+      {"msfp4:occ=0.9", DType::bf16, 16384, false},  // kh = 1639: over the bound's 1024
       {"msfp4:occ=0.6", DType::f16, 1024, false},    // kh = 410 of 1024
       {"msfp4", DType::bf16, 16392, false},          // past occ_rows: occ_select and the rest
   };
