@@ -212,10 +212,11 @@ bool Planner::occ_rows(const KernelOperand& op, const TensorView& in, const Quan
                        const QuantizedView& out, const kern::QuantizeArgs& qa) {
   const OperandSpec& s = op.spec;
   const i64 n = in.cols;
-  static const bool off = [] {
-    const char* v = std::getenv("FP4JIT_OCC_ROWS");
-    return v != nullptr && std::strcmp(v, "0") == 0;
-  }();
+  DeviceInfo::OccRows policy = device_.occ_rows;
+  if (const char* v = std::getenv("FP4JIT_OCC_ROWS"); v != nullptr && *v != '\0')
+    policy = std::strcmp(v, "0") == 0 ? DeviceInfo::OccRows::never : DeviceInfo::OccRows::always;
+  const bool off = policy == DeviceInfo::OccRows::never ||
+                   (policy == DeviceInfo::OccRows::measured && (n <= 4096 || n > 8192));
   if (off || !s.occ || role_info(op.role).transposed || s.block.kind != Block::Kind::row ||
       s.had.size != 0 || s.rule == ScaleRule::two_level || in.rows <= 0 || n <= 0 ||
       n > codegen::kOccRowsMaxCols || in.rows >= (i64{1} << 32) ||

@@ -36,16 +36,19 @@ std::vector<codegen::KernelSource> recipe_kernels(const Recipe& recipe, const st
       collect(plan_quantize(recipe, role, in, q, nullptr, QuantizeArgs{}, device, arena));
       collect(plan_dequantize(recipe, role, q, kN, kN, in, device, arena));
     }
-    // OCC operands also over each row length occ_rows has a kernel for, and over longer rows
-    // (occ_select and the rest).
+    // OCC operands also over each row length occ_rows has a kernel for, by occ_rows and by the
+    // pipeline the heuristic takes there, and over longer rows (occ_select and the rest).
     for (std::int64_t cols = codegen::kOccRowsMaxCols / 4; cols <= 2 * codegen::kOccRowsMaxCols;
          cols *= 2) {
       const TensorView rows{fake, dt, kN, cols, 0};
       for (Role role : kAllRoles)
-        if (recipe[role].occ && !role_info(role).transposed) {
-          Arena arena;
-          collect(plan_quantize(recipe, role, rows, q, nullptr, QuantizeArgs{}, device, arena));
-        }
+        if (recipe[role].occ && !role_info(role).transposed)
+          for (const auto policy : {DeviceInfo::OccRows::measured, DeviceInfo::OccRows::always}) {
+            DeviceInfo d = device;
+            d.occ_rows = policy;
+            Arena arena;
+            collect(plan_quantize(recipe, role, rows, q, nullptr, QuantizeArgs{}, d, arena));
+          }
     }
     // Pairs also over a large source: their CTA size depends on it (default_tile_config).
     const TensorView large{fake, dt, 16384, 16384, 0};

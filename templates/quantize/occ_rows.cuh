@@ -182,8 +182,6 @@ struct OccRowsShared {
   i64 kth[2];
   u32 warp_bound[2][kWarps];
   u32 clamped, row_max, finite_max, special, overflow;
-  u32 stop;                // look-back: the nearest thread whose row holds an inclusive count
-  i64 part[kWarps];        // look-back: per warp, the counts up to it
   u32 totals[8 * kWarps];  // per (chunk, warp): clamped elements, then their exclusive scan
   i64 row, offset;
 };
@@ -465,27 +463,23 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
     }
 
     // The row's list offset: the nearest row before it with an inclusive count, and the
-    // aggregates in between, a row per thread and step (the rows in flight on the whole device
-    // hold only aggregates: one step of 32 would take several round trips).
-    if (r > 0) {
+    // aggregates in between, 32 rows per step.
+    if (warp == 0 && r > 0) {
       i64 before = 0;
-      for (i64 j = r - 1;; j -= kT) {
-        if (tid == 0) sh.stop = kT;
-        __syncthreads();
-        const i64 q = j - tid;
-        u64 st = q >= 0 ? occ_status_load(args.status + q) : kOccInclusive;
-        while ((st >> 62) == 0u) st = occ_status_load(args.status + q);
-        if ((st >> 62) == 2u) atomicMin(&sh.stop, static_cast<u32>(tid));
-        __syncthreads();
-        const u32 stop = sh.stop;
-        i64 part = tid <= static_cast<int>(stop) ? static_cast<i64>(st & kOccCountMask) : 0;
+      for (i64 j = r - 1;; j -= 32) {
+        const i64 q = j - lane;
+        u64 s = q >= 0 ? occ_status_load(args.status + q) : kOccInclusive;
+        while (__ballot_sync(0xffffffffu, (s >> 62) == 0u) != 0u) {
+          if ((s >> 62) == 0u) s = occ_status_load(args.status + q);
+        }
+        const u32 inclusive = __ballot_sync(0xffffffffu, (s >> 62) == 2u);
+        const int stop = inclusive != 0u ? __ffs(static_cast<int>(inclusive)) - 1 : 31;
+        i64 part = lane <= stop ? static_cast<i64>(s & kOccCountMask) : 0;
         for (int d = 16; d > 0; d >>= 1) part += __shfl_xor_sync(0xffffffffu, part, d);
-        if (lane == 0) sh.part[warp] = part;
-        __syncthreads();
-        for (int w = 0; w < kWarps; ++w) before += sh.part[w];
-        if (stop < static_cast<u32>(kT)) break;
+        before += part;
+        if (inclusive != 0u) break;
       }
-      if (tid == 0) {
+      if (lane == 0) {
         occ_status_store(args.status + r, kOccInclusive | static_cast<u64>(before + row_clamped));
         sh.offset = before;
       }

@@ -66,6 +66,13 @@ void shape_rows(HostInput& in, std::uint32_t seed) {
   }
 }
 
+// The emulator's device with occ_rows wherever it can take the rows.
+const cuda::DeviceInfo kAlways = [] {
+  cuda::DeviceInfo d = kDevice;
+  d.occ_rows = cuda::DeviceInfo::OccRows::always;
+  return d;
+}();
+
 int count_op(const cuda::Plan& plan, const std::string& op) {
   int n = 0;
   for (const cuda::Step& s : plan)
@@ -114,7 +121,7 @@ TEST(EmuOccRows, EveryPathMatchesReference) {
     HostOperand o(ref.layout, kRows * c.cols);
     const auto make = [&](cuda::Arena& a) {
       QuantizedView q = o.view();
-      return cuda::plan_quantize(recipe, Role::x, view, q, nullptr, QuantizeArgs{7, 0}, kDevice, a);
+      return cuda::plan_quantize(recipe, Role::x, view, q, nullptr, QuantizeArgs{7, 0}, kAlways, a);
     };
     cuda::Arena counting;
     const cuda::Plan plan = make(counting);
@@ -143,7 +150,7 @@ TEST(EmuOccRows, ShortResidualBufferKeepsTheCountAndTheFirstEntries) {
   QuantizedView q = o.view();
   q.residual_capacity = capacity;
   run([&](cuda::Arena& a) {
-    return cuda::plan_quantize(recipe, Role::x, in.view(), q, nullptr, QuantizeArgs{1, 0}, kDevice,
+    return cuda::plan_quantize(recipe, Role::x, in.view(), q, nullptr, QuantizeArgs{1, 0}, kAlways,
                                a);
   });
   EXPECT_EQ(o.residual_count[0], full);
@@ -152,6 +159,35 @@ TEST(EmuOccRows, ShortResidualBufferKeepsTheCountAndTheFirstEntries) {
     ASSERT_EQ(std::memcmp(&o.residual_value[i], &ref.residual_value[i], 4), 0) << i;
   }
   for (std::int64_t i = capacity; i < capacity + 8; ++i) EXPECT_EQ(o.residual_index[i], -7) << i;
+}
+
+// The heuristic's choice: occ_rows on the rows it was measured faster on (8192 wide), the
+// four-kernel pipeline elsewhere; `never` keeps the pipeline.
+TEST(EmuOccRows, HeuristicTakesTheMeasuredRowLengths) {
+  const Recipe recipe = parse_recipe("msfp4");
+  cuda::DeviceInfo never = kDevice;
+  never.occ_rows = cuda::DeviceInfo::OccRows::never;
+  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 40);
+  for (const std::int64_t cols : {2048, 4096, 4104, 8192, 8200, 16384}) {
+    SCOPED_TRACE(cols);
+    QuantizedView q;
+    q.codes = fake;
+    q.scales = fake;
+    q.residual_index = reinterpret_cast<std::int64_t*>(fake);
+    q.residual_value = reinterpret_cast<float*>(fake);
+    q.residual_count = reinterpret_cast<std::int64_t*>(fake);
+    q.residual_capacity = 64 * cols;
+    const TensorView in{fake, DType::bf16, 64, cols, 0};
+    const bool one_pass = cols > 4096 && cols <= 8192;
+    for (const cuda::DeviceInfo* d :
+         {&kDevice, &kAlways, static_cast<const cuda::DeviceInfo*>(&never)}) {
+      cuda::Arena arena;
+      const cuda::Plan plan =
+          cuda::plan_quantize(recipe, Role::x, in, q, nullptr, QuantizeArgs{}, *d, arena);
+      const bool want = d == &kAlways || (d == &kDevice && one_pass);
+      EXPECT_EQ(count_op(plan, "occ_rows"), want ? 1 : 0) << (d == &kDevice ? "measured" : "");
+    }
+  }
 }
 
 }  // namespace

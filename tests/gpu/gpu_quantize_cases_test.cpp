@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <tuple>
@@ -117,6 +118,11 @@ TEST(GpuQuantizeOcc, LongRowsMatchReference) {
 // type, two calls in a row on the same buffers (the status words zeroed per call).
 TEST(GpuQuantizeOcc, ManyRowsInOnePassMatchReference) {
   REQUIRE_GPU();
+  // occ_rows at every row length it takes, not only where the heuristic picks it.
+  struct ForceOccRows {
+    ForceOccRows() { setenv("FP4JIT_OCC_ROWS", "1", 1); }
+    ~ForceOccRows() { unsetenv("FP4JIT_OCC_ROWS"); }
+  } force;
   const Recipe recipe = parse_recipe("msfp4");
   std::uint32_t seed = 700;
   for (const auto& [dtype, rows, cols] :
