@@ -13,7 +13,6 @@
 #include "runtime/cuda/plan.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "codegen/kernels.hpp"
@@ -77,24 +76,12 @@ class Planner {
   }
 
   kern::QuantizeArgs base_args(const TensorView& in, const QuantizeArgs& qa) const;
-  kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) const;
   // OCC of `in`: lo and hi per source row from one select, then the residual list of each
   // operand given (the row-wise one, the transposed one, or both); returns lo / hi. The select
   // also does the stats pass of `stats` (its stats_out and amax_bits; see occ_stats_in_select),
   // if not null.
   const float* occ(const TensorView& in, const QuantizedView* rows_out,
                    const QuantizedView* cols_out, const kern::OperandOut* stats);
-  // Sorted positions of OCC's lo and hi in a row of n.
-  i64 occ_lo_index(i64 n) const {
-    return std::min<i64>(n - 1, static_cast<i64>((1.0 - recipe_.occ_alpha) * n));
-  }
-  i64 occ_hi_index(i64 n) const {
-    return std::min<i64>(n - 1, static_cast<i64>(recipe_.occ_alpha * n));
-  }
-  // A row-wise OCC operand scaled per source row in one kernel (occ_rows), where it can take
-  // `in`: planned and true, else false (occ() and the quantize passes).
-  bool occ_rows(const KernelOperand& op, const TensorView& in, const QuantLayout& l,
-                const QuantizedView& out, const kern::QuantizeArgs& qa);
   // The stat words and amax of `op`'s stats pass (zeroed), if it needs one; else zeroes out.amax.
   // amax_in: the caller's global amax (delayed scaling), or null.
   bool prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
@@ -135,7 +122,9 @@ kern::QuantizeArgs Planner::base_args(const TensorView& in, const QuantizeArgs& 
   return a;
 }
 
-kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView& q) const {
+}  // namespace
+
+kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q) {
   kern::OperandOut o{};
   o.codes = q.codes;
   o.scales = q.scales;
@@ -147,6 +136,8 @@ kern::OperandOut Planner::operand_out(const QuantLayout& l, const QuantizedView&
   o.scale_cols = l.scale_cols;
   return o;
 }
+
+namespace {
 
 const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
                           const QuantizedView* cols_out, const kern::OperandOut* stats) {
@@ -165,8 +156,8 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   sel.rows = in.rows;
   sel.cols = in.cols;
   sel.stride = stride_of(in);
-  sel.lo_index = occ_lo_index(n);
-  sel.hi_index = occ_hi_index(n);
+  sel.lo_index = occ_lo_index(recipe_.occ_alpha, n);
+  sel.hi_index = occ_hi_index(recipe_.occ_alpha, n);
   sel.lohi = lohi;
   sel.row_counts = row_counts;
   sel.col_counts = col_counts;
@@ -206,46 +197,6 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   if (rows_out != nullptr) list(*rows_out, row_counts, false);
   if (cols_out != nullptr) list(*cols_out, col_counts, true);
   return lohi;
-}
-
-bool Planner::occ_rows(const KernelOperand& op, const TensorView& in, const QuantLayout& l,
-                       const QuantizedView& out, const kern::QuantizeArgs& qa) {
-  const OperandSpec& s = op.spec;
-  const i64 n = in.cols;
-  DeviceInfo::OccRows policy = device_.occ_rows;
-  if (const char* v = std::getenv("FP4JIT_OCC_ROWS"); v != nullptr && *v != '\0')
-    policy = std::strcmp(v, "0") == 0 ? DeviceInfo::OccRows::never : DeviceInfo::OccRows::always;
-  const bool off = policy == DeviceInfo::OccRows::never ||
-                   (policy == DeviceInfo::OccRows::measured && (n <= 4096 || n > 8192));
-  if (off || !s.occ || role_info(op.role).transposed || s.block.kind != Block::Kind::row ||
-      s.had.size != 0 || s.rule == ScaleRule::two_level || in.rows <= 0 || n <= 0 ||
-      n > codegen::kOccRowsMaxCols || in.rows >= (i64{1} << 32) ||
-      occ_lo_index(n) > occ_hi_index(n))
-    return false;
-  // The status words and the ticket, zeroed by one memset.
-  auto* status = static_cast<kern::u64*>(arena_.take_bytes(in.rows * 8 + 4));
-  memset(status, 0, 2 * in.rows + 1);
-  if (out.amax != nullptr) memset(out.amax, 0, 1);
-  kern::OccRowsArgs a{};
-  a.q = qa;
-  a.q.row = operand_out(l, out);
-  a.lo_index = occ_lo_index(n);
-  a.hi_index = occ_hi_index(n);
-  a.index = out.residual_index;
-  a.value = out.residual_value;
-  a.capacity = std::max<i64>(out.residual_capacity, 0);
-  a.total = out.residual_count;
-  a.status = status;
-  a.ticket = reinterpret_cast<u32*>(status + in.rows);
-  const i64 in_bytes = in.rows * in.cols * dtype_size(in.dtype);
-  // The kernel takes alpha as sorted positions: one binary serves every alpha.
-  Recipe any_alpha = recipe_;
-  any_alpha.occ_alpha = Recipe{}.occ_alpha;
-  launch(codegen::occ_rows_kernel(codegen::with_spec(any_alpha, op.role, s), in.dtype, n,
-                                  device_.target),
-         std::min<i64>(in.rows, static_cast<i64>(device_.sm_count) * 4),
-         codegen::occ_rows_shape(n).threads, a, in_bytes + l.code_bytes() + scale_bytes(l));
-  return true;
 }
 
 bool Planner::prepare_stats(const KernelOperand& op, bool tile_kernel, const QuantLayout& l,
@@ -343,7 +294,7 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
                                           codegen::local_in_tile(s));
   kern::QuantizeArgs a = base_args(in, qa);
   kern::OperandOut o = operand_out(l, out);
-  if (occ_rows(op, in, l, out, a)) return;
+  if (plan_occ_rows(recipe_, device_, op, in, l, out, a, arena_, plan_)) return;
   bool stats = prepare_stats(op, tile_kernel, l, out, amax_in, o);
   if (s.occ) {
     const bool in_select = stats && occ_stats_in_select(s, transposed);

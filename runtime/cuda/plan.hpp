@@ -106,6 +106,20 @@ Launch column_sums_pass(const TensorView& in, float* partial, const DeviceInfo& 
 Launch column_sums_reduce(const TensorView& in, const float* partial, void* out, DType out_dtype,
                           const DeviceInfo& device);
 
+// The output struct of one operand's kernels (codes, scales, amax, shape) from its layout and
+// the caller's buffers (plan.cpp).
+kern::OperandOut operand_out(const QuantLayout& l, const QuantizedView& q);
+
+// OCC (plan_occ.cpp): sorted positions of lo and hi in a row of n for quantile alpha, and the
+// one-pass occ_rows plan of a row-wise operand with one scale per row, where the device's policy
+// (DeviceInfo::occ_rows, FP4JIT_OCC_ROWS) and the operand take it: appended to `plan`, true;
+// else false (the caller plans occ_select and the rest).
+std::int64_t occ_lo_index(double alpha, std::int64_t n);
+std::int64_t occ_hi_index(double alpha, std::int64_t n);
+bool plan_occ_rows(const Recipe& recipe, const DeviceInfo& device, const codegen::KernelOperand& op,
+                   const TensorView& in, const QuantLayout& l, const QuantizedView& out,
+                   const kern::QuantizeArgs& qa, Arena& arena, Plan& plan);
+
 // Stats passes a plan can leave out (plan_stats.cpp).
 // Whether occ_select can take an OCC operand's stats pass (its stat words and amax).
 bool occ_stats_in_select(const OperandSpec& s, bool transposed);
