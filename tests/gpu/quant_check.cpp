@@ -99,32 +99,12 @@ HostInput make_input(InputKind kind, DType dtype, std::int64_t rows, std::int64_
   for (std::int64_t r = 0; r < rows; ++r) {
     const float scale = std::exp2(spread(gen));
     for (std::int64_t c = 0; c < cols; ++c) {
-      float v = kind == InputKind::random ? normal(gen) * scale
-                                          : adversarial_value(r, c, gen, signed_zeros);
-      const std::int64_t i = r * cols + c;
-      switch (dtype) {
-        case DType::f32:
-          std::memcpy(&in.bytes[i * 4], &v, 4);
-          break;
-        case DType::bf16: {
-          const std::uint16_t h = nx::float_to_bf16(v);
-          std::memcpy(&in.bytes[i * 2], &h, 2);
-          v = nx::bf16_to_float(h);
-          break;
-        }
-        case DType::f16: {
-          const std::uint16_t h = to_f16(v);
-          std::memcpy(&in.bytes[i * 2], &h, 2);
-          v = nx::f16_to_float(h);
-          break;
-        }
-      }
-      if (!signed_zeros && v == 0.0f && std::signbit(v)) {  // -0 from rounding a tiny negative
-        v = 0.0f;
-        std::memset(&in.bytes[i * dtype_size(dtype)], 0,
-                    static_cast<std::size_t>(dtype_size(dtype)));
-      }
-      in.values(r, c) = v;
+      const float v = kind == InputKind::random ? normal(gen) * scale
+                                                : adversarial_value(r, c, gen, signed_zeros);
+      set_value(in, r, c, v);
+      // -0 from rounding a tiny negative
+      if (!signed_zeros && in.values(r, c) == 0.0f && std::signbit(in.values(r, c)))
+        set_value(in, r, c, 0.0f);
     }
   }
   return in;
