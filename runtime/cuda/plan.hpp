@@ -31,7 +31,7 @@ struct DeviceInfo {
   const codegen::TileConfig* tile_config = nullptr;
   // Where a row-wise OCC operand with one scale per row takes the one-pass occ_rows kernel
   // (instead of occ_select, occ_scan, occ_write and quantize_rows): `measured`, the rows it was
-  // measured faster on (4096 < cols <= 8192); `always`, wherever it can (cols <= 16384); `never`.
+  // measured faster on (4096 < cols <= 16384); `always`, wherever it can (cols <= 16384); `never`.
   // FP4JIT_OCC_ROWS=0 / 1 overrides it with never / always.
   enum class OccRows { measured, always, never } occ_rows = OccRows::measured;
 };

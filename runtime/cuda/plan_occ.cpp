@@ -26,7 +26,7 @@ bool plan_occ_rows(const Recipe& recipe, const DeviceInfo& device, const codegen
   if (const char* v = std::getenv("FP4JIT_OCC_ROWS"); v != nullptr && *v != '\0')
     policy = std::strcmp(v, "0") == 0 ? DeviceInfo::OccRows::never : DeviceInfo::OccRows::always;
   const bool off = policy == DeviceInfo::OccRows::never ||
-                   (policy == DeviceInfo::OccRows::measured && (n <= 4096 || n > 8192));
+                   (policy == DeviceInfo::OccRows::measured && n <= 4096);
   if (off || !s.occ || role_info(op.role).transposed || s.block.kind != Block::Kind::row ||
       s.had.size != 0 || s.rule == ScaleRule::two_level || in.rows <= 0 || n <= 0 ||
       n > codegen::kOccRowsMaxCols || in.rows >= (i64{1} << 32) ||
