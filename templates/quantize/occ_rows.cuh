@@ -120,8 +120,10 @@ FP4JIT_DEV u32 warp_kth_largest(u32 v, int k) {
 // Rows of BF16 scaled by a power of two into E2M1 with ties toward +inf (msfp4's x) also take the
 // packed encoder of the lane-group kernels (nx::e2m1_pack8_pow2), two elements per instruction.
 template <class Op, InType T>
-constexpr bool kOccPacked = T == InType::bf16&& Op::elem == Elem::e2m1&& Op::rule ==
-                            Rule::ms_pow2&& Op::round == nx::Round::up;
+FP4JIT_CONSTEXPR bool occ_packed() {
+  return T == InType::bf16 && Op::elem == Elem::e2m1 && Op::rule == Rule::ms_pow2 &&
+         Op::round == nx::Round::up;
+}
 
 // Both halves of w (BF16) clamped to [lo2, hi2] (lo and hi in both halves): max then min, which
 // is occ_clamp for values that are not NaN where neither bound is a zero.
@@ -433,7 +435,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
     // never meeting a bound), a scale exponent the packed encoder takes, whole 4-byte code words.
     int s_exp = 0;
     bool packed = false;
-    if constexpr (kOccPacked<Op, T>) {
+    if constexpr (occ_packed<Op, T>()) {
       s_exp = static_cast<int>((nx::float_bits(scale.factor) >> 23) & 0xffu) - 127;
       packed = fast && lo != 0.0f && hi != 0.0f && !scale.nan && s_exp >= -126 && s_exp <= 112 &&
                o.row_bytes % 4 == 0;
@@ -442,7 +444,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
     for (int i = 0; i < kC; ++i) {
       if (n[i] == 0) continue;
       const i64 c0 = static_cast<i64>(i * kT + tid) * kVec;
-      if constexpr (kOccPacked<Op, T>) {
+      if constexpr (occ_packed<Op, T>()) {
         if (packed && n[i] == kVec) {
           flags |=
               static_cast<u64>(occ_pack8(raw[i], lo, hi, s_exp, o.codes + r * o.row_bytes + c0 / 2))
