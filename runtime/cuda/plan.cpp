@@ -293,8 +293,8 @@ void Planner::quantize_op(const KernelOperand& op, const TensorView& in, const Q
   const bool tile_kernel = transposed || (s.block.kind == Block::Kind::tile && s.block.rows > 1 &&
                                           codegen::local_in_tile(s));
   kern::QuantizeArgs a = base_args(in, qa);
-  kern::OperandOut o = operand_out(l, out);
   if (plan_occ_rows(recipe_, device_, op, in, l, out, a, arena_, plan_)) return;
+  kern::OperandOut o = operand_out(l, out);
   bool stats = prepare_stats(op, tile_kernel, l, out, amax_in, o);
   if (s.occ) {
     const bool in_select = stats && occ_stats_in_select(s, transposed);

@@ -113,11 +113,73 @@ FP4JIT_DEV void for_row(const void* in, i64 row_base, i64 cols, bool vector, F&&
   for (; c < cols; c += kThreads) f(c, load_one<T>(in, row_base + c));
 }
 
+// The radix select of two sorted positions, by one CTA: st.kth[side] is the wanted position
+// (set before the call, read after its first barrier); on return st.prefix[side] holds the key's
+// high bits (complete_key fills in the rest) and every thread has passed a barrier after it.
+// visit(side, f) calls f(key) for each key of that side. kSameKeys: both sides are one set of
+// keys (visited once per pass, through side 0), which share one histogram while their prefixes
+// agree.
+struct OccSelectState {
+  u32 hist[2][256];
+  u32 prefix[2];
+  i64 kth[2];
+};
+template <InType T, bool kSameKeys, class Visit>
+FP4JIT_DEV void occ_radix_select(OccSelectState& st, const Visit& visit) {
+  if (threadIdx.x == 0) st.prefix[0] = st.prefix[1] = 0u;
+  u32 mask = 0u;
+  for (int pass = 0; pass < kSelectPasses<T>; ++pass) {
+    const int shift = 24 - 8 * pass;
+    for (int i = static_cast<int>(threadIdx.x); i < 512; i += static_cast<int>(blockDim.x))
+      st.hist[i / 256][i % 256] = 0u;
+    __syncthreads();
+    const u32 p0 = st.prefix[0], p1 = st.prefix[1];
+    const bool same = kSameKeys && p0 == p1;  // the targets share their keys: one histogram
+    if constexpr (kSameKeys) {
+      visit(0, [&](u32 key) {
+        const u32 d = (key >> shift) & 255u;
+        if ((key & mask) == p0) atomicAdd(&st.hist[0][d], 1u);
+        if (!same && (key & mask) == p1) atomicAdd(&st.hist[1][d], 1u);
+      });
+    } else {
+#pragma unroll
+      for (int side = 0; side < 2; ++side) {
+        const u32 p = side == 0 ? p0 : p1;
+        visit(side, [&](u32 key) {
+          if ((key & mask) == p) atomicAdd(&st.hist[side][(key >> shift) & 255u], 1u);
+        });
+      }
+    }
+    __syncthreads();
+    if (warp_id() < 2) {
+      const int w = warp_id();
+      i64 k = st.kth[w];
+      const u32 d = select_digit(st.hist[same ? 0 : w], k);
+      if (lane_id() == 0) {
+        st.prefix[w] |= d << shift;
+        st.kth[w] = k;
+      }
+    }
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+}
+
+// The keys of one source row in global memory, for occ_radix_select (both sides: the same keys).
+template <InType T, int kThreads>
+struct GlobalRowKeys {
+  const void* in;
+  i64 base, cols;
+  bool vector;
+  template <class F>
+  FP4JIT_DEV void operator()(int, F&& f) const {
+    for_row<T, kThreads>(in, base, cols, vector, [&](i64, float x) { f(sort_key(x)); });
+  }
+};
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
-  __shared__ u32 hist[2][256];
-  __shared__ u32 prefix[2];
-  __shared__ i64 kth[2];
+  __shared__ OccSelectState st;
   __shared__ u32 block_count, block_stat;
   const bool want_stats = a.stats != nullptr;
   const bool vector = a.vector_ok != 0u;
@@ -126,41 +188,15 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
     const void* in = a.in;
     const i64 base = row * a.stride;
     if (threadIdx.x == 0) {
-      prefix[0] = prefix[1] = 0u;
-      kth[0] = a.lo_index;
-      kth[1] = a.hi_index;
+      st.kth[0] = a.lo_index;
+      st.kth[1] = a.hi_index;
       block_count = 0u;
       block_stat = 0u;
     }
-    u32 mask = 0u;
-    for (int pass = 0; pass < kSelectPasses<Cfg::in>; ++pass) {
-      const int shift = 24 - 8 * pass;
-      for (int i = static_cast<int>(threadIdx.x); i < 512; i += Cfg::threads)
-        hist[i / 256][i % 256] = 0u;
-      __syncthreads();
-      const u32 p0 = prefix[0], p1 = prefix[1];
-      const bool same = p0 == p1;  // the targets share their keys: one histogram
-      for_row<Cfg::in, Cfg::threads>(in, base, a.cols, vector, [&](i64, float x) {
-        const u32 key = sort_key(x);
-        const u32 d = (key >> shift) & 255u;
-        if ((key & mask) == p0) atomicAdd(&hist[0][d], 1u);
-        if (!same && (key & mask) == p1) atomicAdd(&hist[1][d], 1u);
-      });
-      __syncthreads();
-      if (warp_id() < 2) {
-        const int w = warp_id();
-        i64 k = kth[w];
-        const u32 d = select_digit(hist[same ? 0 : w], k);
-        if (lane_id() == 0) {
-          prefix[w] |= d << shift;
-          kth[w] = k;
-        }
-      }
-      mask |= 255u << shift;
-      __syncthreads();
-    }
-    const float lo = key_value(complete_key<Cfg::in>(prefix[0])),
-                hi = key_value(complete_key<Cfg::in>(prefix[1]));
+    occ_radix_select<Cfg::in, true>(st,
+                                    GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector});
+    const float lo = key_value(complete_key<Cfg::in>(st.prefix[0])),
+                hi = key_value(complete_key<Cfg::in>(st.prefix[1]));
     if (threadIdx.x == 0) {
       a.lohi[2 * row] = lo;
       a.lohi[2 * row + 1] = hi;

@@ -175,21 +175,19 @@ FP4JIT_DEV u32 occ_pack8(const u32 (&w)[4], float lo, float hi, int s, u8* dst) 
 
 template <int kWarps>
 struct OccRowsShared {
-  u32 hist[2][256];
+  OccSelectState sel;
   // Keys at or below B_lo (side 0), at or above B_hi (side 1): kOccRowsWarpCap per warp, in
   // count[side][warp] (which may pass the capacity: then the slow path).
   u32 list[2][kWarps * kOccRowsWarpCap];
   u32 count[2][kWarps];
-  u32 prefix[2];
-  i64 kth[2];
   u32 warp_bound[2][kWarps];
   u32 clamped, row_max, finite_max, special, overflow;
   u32 totals[8 * kWarps];  // per (chunk, warp): clamped elements, then their exclusive scan
   i64 row, offset;
 };
 
-// The keys occ_radix_select visits: the fast path's lists, and the whole row held by each
-// thread (chunks of kVec elements, n[i] of chunk i in range).
+// The keys occ_radix_select (occ.cuh) visits: the fast path's lists, and the whole row held by
+// each thread (chunks of kVec elements, n[i] of chunk i in range).
 template <int kWarps>
 struct ListKeys {  // each warp visits its own part
   const OccRowsShared<kWarps>& sh;
@@ -214,39 +212,6 @@ struct RowKeys {  // copies (registers once inlined: references would put the ro
         if (e < n[i]) f(sort_key(raw_value<T>(raw[i], e)));
   }
 };
-
-// The radix select of occ.cuh over keys given by visit(side, f) (f(key) for each key of that
-// side): sh.kth[side] are the wanted positions; on return sh.prefix holds the keys.
-template <InType T, class Shared, class Visit>
-FP4JIT_DEV void occ_radix_select(Shared& sh, const Visit& visit) {
-  if (threadIdx.x == 0) sh.prefix[0] = sh.prefix[1] = 0u;
-  u32 mask = 0u;
-  for (int pass = 0; pass < kSelectPasses<T>; ++pass) {
-    const int shift = 24 - 8 * pass;
-    for (int i = static_cast<int>(threadIdx.x); i < 512; i += static_cast<int>(blockDim.x))
-      sh.hist[i / 256][i % 256] = 0u;
-    __syncthreads();
-#pragma unroll
-    for (int side = 0; side < 2; ++side) {
-      const u32 p = sh.prefix[side];
-      visit(side, [&](u32 key) {
-        if ((key & mask) == p) atomicAdd(&sh.hist[side][(key >> shift) & 255u], 1u);
-      });
-    }
-    __syncthreads();
-    if (warp_id() < 2) {
-      const int w = warp_id();
-      i64 k = sh.kth[w];
-      const u32 d = select_digit(sh.hist[w], k);
-      if (lane_id() == 0) {
-        sh.prefix[w] |= d << shift;
-        sh.kth[w] = k;
-      }
-    }
-    mask |= 255u << shift;
-    __syncthreads();
-  }
-}
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chunks <= 2 ? 2 : 1)
@@ -360,13 +325,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
       if (tid == 0) {
         i64 size_hi = 0;
         for (int w = 0; w < kWarps; ++w) size_hi += sh.count[1][w];
-        sh.kth[0] = args.lo_index;
-        sh.kth[1] = size_hi - kh;
+        sh.sel.kth[0] = args.lo_index;
+        sh.sel.kth[1] = size_hi - kh;
       }
       const ListKeys<kWarps> lists{sh};
-      occ_radix_select<T>(sh, lists);
-      lo = key_value(complete_key<T>(sh.prefix[0]));
-      hi = key_value(complete_key<T>(sh.prefix[1]));
+      occ_radix_select<T, false>(sh.sel, lists);
+      lo = key_value(complete_key<T>(sh.sel.prefix[0]));
+      hi = key_value(complete_key<T>(sh.sel.prefix[1]));
       // The clamped elements are the lists' keys beyond lo and hi (lo <= hi: the planner's
       // lo_index <= hi_index); the row is finite, so its largest |clamp(x)| is |lo| or |hi|.
       u32 clamped = 0u;
@@ -381,8 +346,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
       }
     } else {
       if (tid == 0) {
-        sh.kth[0] = args.lo_index;
-        sh.kth[1] = args.hi_index;
+        sh.sel.kth[0] = args.lo_index;
+        sh.sel.kth[1] = args.hi_index;
       }
       RowKeys<T, kC> keys;
 #pragma unroll
@@ -391,9 +356,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
 #pragma unroll
         for (int q = 0; q < kW; ++q) keys.raw[i][q] = raw[i][q];
       }
-      occ_radix_select<T>(sh, keys);
-      lo = key_value(complete_key<T>(sh.prefix[0]));
-      hi = key_value(complete_key<T>(sh.prefix[1]));
+      occ_radix_select<T, true>(sh.sel, keys);
+      lo = key_value(complete_key<T>(sh.sel.prefix[0]));
+      hi = key_value(complete_key<T>(sh.sel.prefix[1]));
       u32 clamped = 0u, row_max = 0u, finite_max = 0u;
 #pragma unroll
       for (int i = 0; i < kC; ++i)

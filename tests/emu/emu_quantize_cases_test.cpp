@@ -19,14 +19,13 @@ namespace fp4jit::test {
 namespace {
 
 // Where one pass does another's work. msfp4's x and xt are scaled per source row, so
-// occ_select, which reads each row anyway, writes their stat words and amax: xt alone and the
-// pair run no stats pass, and x alone runs occ_rows, which selects and quantizes in one kernel
-// (counted here as the select and the quantize pass). w and wt (per source row, no OCC) and dy and
-// dyt (per tensor) share one stats pass, by quantize_rows over the row-wise operand. With a
-// Hadamard on x and w the select cannot give their stats (those are of the rotated values) and w's
-// stats are not wt's: the stats passes stay (planned only: their kernels are not compiled into the
-// emulator). nvfp4's w and wt (16 x 16 blocks, no Hadamard) need only the per-tensor amax, the same
-// for both: the stats pass carries w alone. The executed plans match the reference.
+// occ_select, which reads each row anyway, writes their stat words and amax: x alone, xt alone
+// and the pair run no stats pass. w and wt (per source row, no OCC) and dy and dyt (per tensor)
+// share one stats pass, by quantize_rows over the row-wise operand. With a Hadamard on x and w the
+// select cannot give their stats (those are of the rotated values) and w's stats are not wt's: the
+// stats passes stay (planned only: their kernels are not compiled into the emulator). nvfp4's w
+// and wt (16 x 16 blocks, no Hadamard) need only the per-tensor amax, the same for both: the stats
+// pass carries w alone. The executed plans match the reference.
 TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
   struct PlanCase {
     const char* recipe;
@@ -60,8 +59,7 @@ TEST(EmuQuantizePlan, StatsPassesAreSharedOrTakenBySelect) {
     for (const cuda::Step& s : make(counting)) {
       const auto* l = std::get_if<cuda::Launch>(&s);
       if (l == nullptr) continue;
-      selects += l->kernel.op == "occ_select" || l->kernel.op == "occ_rows";
-      quantize_passes += l->kernel.op == "occ_rows";
+      selects += l->kernel.op == "occ_select";
       if (l->kernel.op != "quantize_rows" && l->kernel.op != "quantize_tile") continue;
       if (l->kernel.key_text.find("phase=stats") == std::string::npos)
         ++quantize_passes;
