@@ -113,9 +113,9 @@ FP4JIT_DEV void for_row(const void* in, i64 row_base, i64 cols, bool vector, F&&
   for (; c < cols; c += kThreads) f(c, load_one<T>(in, row_base + c));
 }
 
-// The radix select of two sorted positions, by one CTA: st.kth[side] is the wanted position
-// (set before the call, read after its first barrier); on return st.prefix[side] holds the key's
-// high bits (complete_key fills in the rest) and every thread has passed a barrier after it.
+// The radix select of two sorted positions, by one CTA of kThreads: st.kth[side] is the wanted
+// position (set before the call, read after its first barrier); on return st.prefix[side] holds the
+// key's high bits (complete_key fills in the rest) and every thread has passed a barrier after it.
 // visit(side, f) calls f(key) for each key of that side. kSameKeys: both sides are one set of
 // keys (visited once per pass, through side 0), which share one histogram while their prefixes
 // agree.
@@ -124,13 +124,13 @@ struct OccSelectState {
   u32 prefix[2];
   i64 kth[2];
 };
-template <InType T, bool kSameKeys, class Visit>
+template <InType T, bool kSameKeys, int kThreads, class Visit>
 FP4JIT_DEV void occ_radix_select(OccSelectState& st, const Visit& visit) {
   if (threadIdx.x == 0) st.prefix[0] = st.prefix[1] = 0u;
   u32 mask = 0u;
   for (int pass = 0; pass < kSelectPasses<T>; ++pass) {
     const int shift = 24 - 8 * pass;
-    for (int i = static_cast<int>(threadIdx.x); i < 512; i += static_cast<int>(blockDim.x))
+    for (int i = static_cast<int>(threadIdx.x); i < 512; i += kThreads)
       st.hist[i / 256][i % 256] = 0u;
     __syncthreads();
     const u32 p0 = st.prefix[0], p1 = st.prefix[1];
@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       block_count = 0u;
       block_stat = 0u;
     }
-    occ_radix_select<Cfg::in, true>(st,
-                                    GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector});
+    occ_radix_select<Cfg::in, true, Cfg::threads>(
+        st, GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector});
     const float lo = key_value(complete_key<Cfg::in>(st.prefix[0])),
                 hi = key_value(complete_key<Cfg::in>(st.prefix[1]));
     if (threadIdx.x == 0) {

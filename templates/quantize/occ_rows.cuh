@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
         sh.sel.kth[1] = size_hi - kh;
       }
       const ListKeys<kWarps> lists{sh};
-      occ_radix_select<T, false>(sh.sel, lists);
+      occ_radix_select<T, false, kT>(sh.sel, lists);
       lo = key_value(complete_key<T>(sh.sel.prefix[0]));
       hi = key_value(complete_key<T>(sh.sel.prefix[1]));
       // The clamped elements are the lists' keys beyond lo and hi (lo <= hi: the planner's
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::threads <= 512 && Cfg::chun
 #pragma unroll
         for (int q = 0; q < kW; ++q) keys.raw[i][q] = raw[i][q];
       }
-      occ_radix_select<T, true>(sh.sel, keys);
+      occ_radix_select<T, true, kT>(sh.sel, keys);
       lo = key_value(complete_key<T>(sh.sel.prefix[0]));
       hi = key_value(complete_key<T>(sh.sel.prefix[1]));
       u32 clamped = 0u, row_max = 0u, finite_max = 0u;
