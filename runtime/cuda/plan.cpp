@@ -147,10 +147,7 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   u32* col_counts = cols_out != nullptr ? arena_.take<u32>(in.cols) : nullptr;
   const i64 chunks = ceil_div(in.rows, kern::kOccChunkRows);
   u32* chunk_counts = cols_out != nullptr ? arena_.take<u32>(chunks * in.cols) : nullptr;
-  if (col_counts != nullptr) {
-    memset(col_counts, 0, in.cols);
-    memset(chunk_counts, 0, chunks * in.cols);
-  }
+  if (chunk_counts != nullptr) memset(chunk_counts, 0, chunks * in.cols);
   kern::OccSelectArgs sel{};
   sel.in = in.data;
   sel.rows = in.rows;
@@ -160,7 +157,6 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
   sel.hi_index = occ_hi_index(recipe_.occ_alpha, n);
   sel.lohi = lohi;
   sel.row_counts = row_counts;
-  sel.col_counts = col_counts;
   sel.chunk_counts = chunk_counts;
   const auto addr = reinterpret_cast<std::uintptr_t>(in.data);
   sel.vector_ok = (addr % 16 == 0 && (stride_of(in) * dtype_size(in.dtype)) % 16 == 0) ? 1u : 0u;
@@ -171,15 +167,15 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
          sel, in_bytes);
   const auto list = [&](const QuantizedView& out, const u32* counts, bool cols) {
     const i64 op_rows = cols ? in.cols : in.rows;
+    if (cols) {  // the columns' counts from their chunks', which become list positions
+      const kern::OccChunkScanArgs cs{chunk_counts, col_counts, in.cols, chunks};
+      launch(codegen::occ_chunk_scan_kernel(device_.target), ceil_div(in.cols, 256), 256, cs,
+             chunks * in.cols * 8 + in.cols * 4);
+    }
     i64* offsets = arena_.take<i64>(op_rows);
     const kern::OccScanArgs scan{counts, offsets, out.residual_count, op_rows};
     launch(codegen::occ_scan_kernel(device_.target), 1, 1024, scan, op_rows * 12);
     if (out.residual_capacity <= 0) return;
-    if (cols) {
-      const kern::OccChunkScanArgs cs{chunk_counts, in.cols, chunks};
-      launch(codegen::occ_chunk_scan_kernel(device_.target), ceil_div(in.cols, 256), 256, cs,
-             chunks * in.cols * 8);
-    }
     const kern::OccWriteArgs w{in.data,
                                in.rows,
                                in.cols,
@@ -191,8 +187,10 @@ const float* Planner::occ(const TensorView& in, const QuantizedView* rows_out,
                                out.residual_value,
                                out.residual_capacity,
                                sel.vector_ok};
-    const i64 grid = std::min<i64>(cols ? ceil_div(in.cols, 32) * chunks : in.rows, 1 << 20);
-    launch(codegen::occ_write_kernel(in.dtype, cols, device_.target), grid, 256, w, in_bytes);
+    // occ_write (256 threads): a warp per source row, or a thread per kVec columns and chunk.
+    const i64 grid = cols ? ceil_div(in.cols, 256 * kern::kVec) * chunks : ceil_div(in.rows, 8);
+    launch(codegen::occ_write_kernel(in.dtype, cols, device_.target), std::min<i64>(grid, 1 << 20),
+           256, w, in_bytes);
   };
   if (rows_out != nullptr) list(*rows_out, row_counts, false);
   if (cols_out != nullptr) list(*cols_out, col_counts, true);

@@ -71,9 +71,8 @@ struct OccSelectArgs {
   i64 lo_index, hi_index;  // sorted positions int((1 - alpha) n) and int(alpha n), clamped to n - 1
   float* lohi;             // [rows][2]
   u32* row_counts;         // per source row (the row-wise operand's rows), or null
-  u32* col_counts;    // per source column (the transposed operand's rows; zeroed first), or null
-  u32* chunk_counts;  // with col_counts: [ceil(rows / kOccChunkRows)][cols] (zeroed first), the
-                      // column counts of each chunk of source rows, or null
+  u32* chunk_counts;  // [ceil(rows / kOccChunkRows)][cols] (zeroed first): the column counts of
+                      // each chunk of source rows (the transposed operand's list), or null
   // The stats pass of operands whose blocks are the source rows (no Hadamard; a pair's two share
   // it), done here: the stat word of each clamped row (its largest |clamp(x)|, stat_of) into
   // stats[row], and the finite amax of the clamped values accumulated into *amax_bits (zeroed
@@ -83,8 +82,8 @@ struct OccSelectArgs {
   u32 vector_ok;  // 16-byte loads of the rows are aligned (checked by the host)
 };
 // Source rows per chunk of the transposed operand's residual list: occ_write walks each chunk of
-// every 32 columns in its own CTA, from the chunk's first list position.
-constexpr int kOccChunkRows = 256;
+// every kVec columns in its own thread, from the chunk's first list position of each column.
+constexpr int kOccChunkRows = 64;
 
 // occ_scan: exclusive prefix sum of the per-row counts.
 struct OccScanArgs {
@@ -95,9 +94,10 @@ struct OccScanArgs {
 };
 
 // occ_chunk_scan: per column, the chunk counts of OccSelectArgs::chunk_counts replaced in place by
-// the column's counts in the chunks before.
+// the column's counts in the chunks before, and the column's total (its operand row's count).
 struct OccChunkScanArgs {
   u32* chunk_counts;  // [chunks][cols]
+  u32* col_counts;    // [cols]
   i64 cols, chunks;
 };
 

@@ -210,11 +210,8 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       if (m < 0x7f800000u) finite_amax = umax(finite_amax, m);
       if (v != x) {
         ++count;
-        if (a.col_counts != nullptr) {
-          atomicAdd(a.col_counts + c, 1u);
-          if (a.chunk_counts != nullptr)
-            atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
-        }
+        if (a.chunk_counts != nullptr)
+          atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
       }
     });
     if (a.row_counts != nullptr || want_stats) {
@@ -240,17 +237,25 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
 
 // Each column's chunk counts become the column's clamped elements in the chunks before (an
 // exclusive scan down the column, in place), so occ_write finds a chunk's list position in one
-// read. One thread per column.
+// read; the column's total goes to col_counts. One thread per column, kBatch loads in flight.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_chunk_scan(OccChunkScanArgs a) {
+  constexpr int kBatch = 16;
   const i64 j = static_cast<i64>(blockIdx.x) * Cfg::threads + threadIdx.x;
   if (j >= a.cols) return;
   u32 before = 0u;
-  for (i64 q = 0; q < a.chunks; ++q) {
-    const u32 c = a.chunk_counts[q * a.cols + j];
-    a.chunk_counts[q * a.cols + j] = before;
-    before += c;
+  for (i64 q0 = 0; q0 < a.chunks; q0 += kBatch) {
+    u32 c[kBatch];
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t)
+      c[t] = q0 + t < a.chunks ? a.chunk_counts[(q0 + t) * a.cols + j] : 0u;
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      if (q0 + t < a.chunks) a.chunk_counts[(q0 + t) * a.cols + j] = before;
+      before += c[t];
+    }
   }
+  a.col_counts[j] = before;
 }
 
 // Exclusive scan of n counts by one CTA, kPer per thread per round.
@@ -293,110 +298,101 @@ __global__ void __launch_bounds__(Cfg::threads) occ_scan(OccScanArgs a) {
   if (threadIdx.x == 0) *a.total = carry;
 }
 
+// One operand entry: listed at pos (and pos advanced) if clamp(x) != x.
+FP4JIT_DEV void occ_list(const OccWriteArgs& a, float x, float lo, float hi, i64 index, i64& pos) {
+  if (occ_clamp(x, lo, hi) == x) return;
+  if (pos < a.capacity) {
+    a.index[pos] = index;
+    a.value[pos] = residual(x, lo, hi);
+  }
+  ++pos;
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
   constexpr int kWarps = Cfg::threads / 32;
+  const int lane = lane_id();
+  const bool vector_ok = a.vector_ok != 0u;
   if constexpr (!Cfg::cols) {
-    // One CTA per source row = operand row; kVec elements per thread per round, in order.
-    __shared__ u32 warp_total[kWarps];
-    __shared__ i64 running;
-    for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    // One warp per source row = operand row, kVec elements a lane and kUnroll rounds of the
+    // warp's 32 * kVec in flight; a lane's list position from a scan of the lanes' counts.
+    constexpr int kUnroll = 2;
+    const i64 warps = static_cast<i64>(gridDim.x) * kWarps;
+    for (i64 row = static_cast<i64>(blockIdx.x) * kWarps + warp_id(); row < a.rows; row += warps) {
       const float lo = a.lohi[2 * row], hi = a.lohi[2 * row + 1];
-      if (threadIdx.x == 0) running = a.offsets[row];
-      __syncthreads();
-      for (i64 base = 0; base < a.cols; base += static_cast<i64>(Cfg::threads) * kVec) {
-        const i64 c0 = base + static_cast<i64>(threadIdx.x) * kVec;
-        float x[kVec];
-        u32 flags = 0u, count = 0u;
-        const i64 left = a.cols - c0;
-        const int n = left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
-        load_vec<Cfg::in>(a.in, row * a.stride + c0, n, a.vector_ok != 0u && n == kVec, true, x);
+      i64 running = a.offsets[row];
+      for (i64 base = 0; base < a.cols; base += 32 * kVec * kUnroll) {
+        float x[kUnroll][kVec];
+        int n[kUnroll];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          if (e < n && occ_clamp(x[e], lo, hi) != x[e]) {
-            flags |= 1u << e;
-            ++count;
-          }
+        for (int u = 0; u < kUnroll; ++u) {
+          const i64 c0 = base + static_cast<i64>(u * 32 + lane) * kVec;
+          const i64 left = a.cols - c0;
+          n[u] = left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
+          load_vec<Cfg::in>(a.in, row * a.stride + c0, n[u], vector_ok && n[u] == kVec, true, x[u]);
         }
-        u32 incl = count;
-        for (int d = 1; d < 32; d <<= 1) {
-          const u32 other = __shfl_up_sync(0xffffffffu, incl, d);
-          if (lane_id() >= d) incl += other;
-        }
-        if (lane_id() == 31) warp_total[warp_id()] = incl;
-        __syncthreads();
-        i64 pos = running + (incl - count);
-        for (int w = 0; w < warp_id(); ++w) pos += warp_total[w];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          if (!(flags & (1u << e))) continue;
-          if (pos < a.capacity) {
-            a.index[pos] = row * a.cols + c0 + e;
-            a.value[pos] = residual(x[e], lo, hi);
+        for (int u = 0; u < kUnroll; ++u) {
+          u32 count = 0u;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) count += (e < n[u] && occ_clamp(x[u][e], lo, hi) != x[u][e]);
+          u32 incl = count;
+#pragma unroll
+          for (int d = 1; d < 32; d <<= 1) {
+            const u32 other = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= d) incl += other;
           }
-          ++pos;
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          i64 total = 0;
-          for (int w = 0; w < kWarps; ++w) total += warp_total[w];
+          const u32 total = __shfl_sync(0xffffffffu, incl, 31);
+          if (count != 0u) {
+            i64 pos = running + (incl - count);
+            const i64 c0 = base + static_cast<i64>(u * 32 + lane) * kVec;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              if (e < n[u]) occ_list(a, x[u][e], lo, hi, row * a.cols + c0 + e, pos);
+          }
           running += total;
         }
-        __syncthreads();
       }
     }
   } else {
-    // The transposed operand: one CTA per (32 source columns = operand rows, chunk of
-    // kOccChunkRows source rows), lane = column, starting at the chunk's list position (the
-    // column's offset plus its counts in the chunks before); source rows in rounds of 32 (each
-    // warp 32 / kWarps of them), in order.
-    constexpr int kRowsPerWarp = 32 / kWarps;
-    __shared__ u32 masks[32];
-    __shared__ i64 running[32];
-    const int lane = lane_id(), warp = warp_id();
-    const i64 col_blocks = (a.cols + 31) / 32;
+    // The transposed operand: one thread per (kVec source columns = operand rows, chunk of
+    // kOccChunkRows source rows), from each column's list position at the chunk (the column's
+    // offset plus its counts in the chunks before), the chunk's rows in order, kUnroll of them in
+    // flight.
+    constexpr int kUnroll = 8;
+    constexpr i64 kCols = static_cast<i64>(Cfg::threads) * kVec;
+    const i64 col_groups = (a.cols + kCols - 1) / kCols;
     const i64 chunks = (a.rows + kOccChunkRows - 1) / kOccChunkRows;
-    for (i64 b = blockIdx.x; b < col_blocks * chunks; b += gridDim.x) {
-      const i64 chunk = b / col_blocks;
-      const i64 j = (b - chunk * col_blocks) * 32 + lane;
-      if (warp == 0)
-        running[lane] = j < a.cols ? a.offsets[j] + a.chunk_counts[chunk * a.cols + j] : 0;
-      __syncthreads();
-      const i64 row_end = chunk * kOccChunkRows + kOccChunkRows < a.rows
-                              ? chunk * kOccChunkRows + kOccChunkRows
-                              : a.rows;
-      for (i64 i0 = chunk * kOccChunkRows; i0 < row_end; i0 += 32) {
-        float x[kRowsPerWarp];
-        bool clamped[kRowsPerWarp];
+    for (i64 b = blockIdx.x; b < col_groups * chunks; b += gridDim.x) {
+      const i64 chunk = b / col_groups;
+      const i64 j0 = (b - chunk * col_groups) * kCols + static_cast<i64>(threadIdx.x) * kVec;
+      const i64 left = a.cols - j0;
+      if (left <= 0) continue;
+      const int n = left >= kVec ? kVec : static_cast<int>(left);
+      const bool vector = vector_ok && n == kVec;
+      i64 pos[kVec];
 #pragma unroll
-        for (int q = 0; q < kRowsPerWarp; ++q) {
-          const i64 i = i0 + warp * kRowsPerWarp + q;
-          const bool in = i < row_end && j < a.cols;
-          x[q] = in ? load_one<Cfg::in>(a.in, i * a.stride + j) : 0.0f;
-          clamped[q] = in && occ_clamp(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]) != x[q];
-          const u32 m = __ballot_sync(0xffffffffu, clamped[q]);
-          if (lane == 0) masks[warp * kRowsPerWarp + q] = m;
-        }
-        __syncthreads();
-        i64 pos = running[lane];
-        for (int q = 0; q < warp * kRowsPerWarp; ++q) pos += (masks[q] >> lane) & 1u;
+      for (int e = 0; e < kVec; ++e)
+        pos[e] = e < n ? a.offsets[j0 + e] + a.chunk_counts[chunk * a.cols + j0 + e] : 0;
+      const i64 r0 = chunk * kOccChunkRows;
+      const i64 r1 = r0 + kOccChunkRows < a.rows ? r0 + kOccChunkRows : a.rows;
+      for (i64 i0 = r0; i0 < r1; i0 += kUnroll) {
+        float x[kUnroll][kVec];
+        float lo[kUnroll], hi[kUnroll];
 #pragma unroll
-        for (int q = 0; q < kRowsPerWarp; ++q) {
-          if (!clamped[q]) continue;
-          const i64 i = i0 + warp * kRowsPerWarp + q;
-          if (pos < a.capacity) {
-            a.index[pos] = j * a.rows + i;
-            a.value[pos] = residual(x[q], a.lohi[2 * i], a.lohi[2 * i + 1]);
-          }
-          ++pos;
+        for (int u = 0; u < kUnroll; ++u) {
+          const i64 i = i0 + u < r1 ? i0 + u : r1 - 1;  // past the chunk: its last row, unused
+          load_vec<Cfg::in>(a.in, i * a.stride + j0, n, vector, true, x[u]);
+          lo[u] = a.lohi[2 * i];
+          hi[u] = a.lohi[2 * i + 1];
         }
-        __syncthreads();
-        if (warp == 0) {
-          i64 total = 0;
-          for (int q = 0; q < 32; ++q) total += (masks[q] >> lane) & 1u;
-          running[lane] += total;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (i0 + u >= r1) break;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e)
+            if (e < n) occ_list(a, x[u][e], lo[u], hi[u], (j0 + e) * a.rows + i0 + u, pos[e]);
         }
-        __syncthreads();
       }
     }
   }
