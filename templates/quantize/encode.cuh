@@ -82,9 +82,26 @@ FP4JIT_DEV void store_scale(void* scales, i64 i, const BlockScale& b) {
   }
 }
 
+// Which BlockScale flags a rule can set: only absmax divides, and msfp4's power-of-two rule never
+// gives a NaN scale (a non-finite block takes sf = 1). Kernels test the flags only where they can
+// be set, so a scale read from shared memory is its factor alone.
+template <class Op>
+FP4JIT_CONSTEXPR bool scale_divides() {
+  return Op::rule == Rule::absmax;
+}
+template <class Op>
+FP4JIT_CONSTEXPR bool scale_can_nan() {
+  return Op::rule != Rule::ms_pow2;
+}
+template <class Op>
+FP4JIT_DEV bool scale_nan(const BlockScale& b) {
+  return scale_can_nan<Op>() && b.nan;
+}
+
 template <class Op>
 FP4JIT_DEV float apply_scale(float x, const BlockScale& b) {
-  return b.divide ? nx::div_rn(x, b.factor) : nx::mul_rn(x, b.factor);
+  if constexpr (scale_divides<Op>()) return b.divide ? nx::div_rn(x, b.factor) : nx::mul_rn(x, b.factor);
+  return nx::mul_rn(x, b.factor);
 }
 
 // One scaled element to its code. Finite values saturate; Inf stays Inf in formats that have it

@@ -77,6 +77,26 @@ FP4JIT_CONSTEXPR bool tile_float_derive() {
   return tile_float_2d<Cfg>() && Cfg::mode == Mode::both && Cfg::phase == Phase::quantize &&
          same_block_codes<typename Cfg::RowOp, typename Cfg::ColOp>();
 }
+// A pair whose copies give every element the same code: one scale per source row in both (block
+// row / col) or one per tensor, the same element and scale formats, rule and deterministic
+// rounding, no Hadamard (msfp4's x + xt, w + wt and dy + dyt; OCC clamps both alike). Its
+// transposed copy is the row-wise codes transposed (tile_codes_transposed) where, at run time,
+// both read the same stat words.
+template <class A, class B>
+FP4JIT_CONSTEXPR bool same_element_codes() {
+  return ((A::block == BlockKind::row && B::block == BlockKind::col) ||
+          (A::block == BlockKind::tensor && B::block == BlockKind::tensor)) &&
+         A::elem == B::elem && A::scale == B::scale && A::rule == B::rule &&
+         A::rule != Rule::two_level && A::round == B::round && A::round != nx::Round::stochastic &&
+         A::scale_max == B::scale_max && A::had == 0 && B::had == 0 && A::occ == B::occ;
+}
+template <class Cfg>
+FP4JIT_CONSTEXPR bool tile_float_same() {
+  return Cfg::mode == Mode::both && Cfg::phase == Phase::quantize && !Cfg::requant &&
+         !lane_groups<typename Cfg::RowOp>() && !lane_groups<typename Cfg::ColOp>() &&
+         !tile_float_2d<Cfg>() && Cfg::tile_rows % kVec == 0 && 32 % (Cfg::tile_rows / kVec) == 0 &&
+         same_element_codes<typename Cfg::RowOp, typename Cfg::ColOp>();
+}
 // Floats per row of the float tile: one more than the row, so that a warp reading one column
 // down 32 rows (the transposed operand) or one element of 32 rows hits 32 banks; four more where
 // the pair derives the transposed copy (its row-wise units read 16-byte pieces of 32 rows, the
@@ -90,7 +110,8 @@ FP4JIT_CONSTEXPR int tile_float_pitch() {
 // col_scales: the operand's ColumnScales table for this tile (block=col), else unused.
 template <class Cfg, class Op, bool kTransposed>
 FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0, i64 j0, u64 seed,
-                             u64 offset, u32& global_max, const BlockScale* col_scales) {
+                             u64 offset, u32& global_max, const BlockScale* col_scales,
+                             bool codes_back = false) {
   constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = tile_float_pitch<Cfg>();
   constexpr int kG = group_k_lanes<Op>();
   constexpr int kL = 32 / kG;                      // lines (operand rows) per warp
@@ -143,8 +164,44 @@ FP4JIT_DEV void tile_operand(float* tile, u32* acc, const OperandOut& o, i64 i0,
     } else {
       if constexpr (Op::block == BlockKind::tile) tile_stats<Op, kL, 1>(v, stat);
       // Double quantization: the transposed pass reads the dequantized values (padding stays 0).
-      quantize_segment<Op, 1>(v, stat, r, c0, n, o, s_enc, seed, offset,
-                              kRequant ? tile + tl * kPitch + tk : nullptr, col_scales, col0);
+      // codes_back (row-wise operand): each code over its element's slot of the tile.
+      quantize_segment<Op, 1>(
+          v, stat, r, c0, n, o, s_enc, seed, offset, kRequant ? tile + tl * kPitch + tk : nullptr,
+          col_scales, col0, nullptr,
+          !kTransposed && codes_back ? reinterpret_cast<u32*>(tile) + tl * kPitch + tk : nullptr);
+    }
+  }
+}
+
+// The transposed copy of a tile_float_same pair from the row-wise codes that tile_operand left in
+// the tile's slots: kG lanes along each operand row (the tile's rows, kVec a lane), so that a
+// warp stores whole 32-byte pieces of 32 / kG operand rows; the scales of the tile's source rows
+// where it holds the operand's first row.
+template <class Cfg, class Op>
+FP4JIT_DEV void tile_codes_transposed(const float* tile, const OperandOut& o, i64 i0, i64 j0) {
+  constexpr int kTM = Cfg::tile_rows, kTN = Cfg::tile_cols, kPitch = tile_float_pitch<Cfg>();
+  constexpr int kG = kTM / kVec;
+  constexpr int kBytesPer = elem_packed(Op::elem) ? 1 : 2;  // bytes per two elements
+  const u32* codes = reinterpret_cast<const u32*>(tile);
+  const bool aligned = elem_packed(Op::elem) ? (o.row_bytes % 4 == 0) : (o.row_bytes % 8 == 0);
+  for (int u = static_cast<int>(threadIdx.x); u < kTN * kG; u += Cfg::threads) {
+    const int tl = u / kG, tk = (u % kG) * kVec;
+    const i64 r = j0 + tl, c0 = i0 + tk;  // operand row and first column
+    const i64 left = o.cols - c0;
+    const int n = r >= o.rows || left <= 0 ? 0 : (left >= kVec ? kVec : static_cast<int>(left));
+    if (n == 0) continue;
+    u32 code[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) code[e] = e < n ? codes[(tk + e) * kPitch + tl] : 0u;
+    store_codes(o.codes + r * o.row_bytes + (c0 / 2) * kBytesPer, code, elem_packed(Op::elem), n,
+                aligned);
+    if (r != 0) continue;
+    if constexpr (Op::block == BlockKind::col) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        if (e < n) store_scale<Op>(o.scales, c0 + e, block_scale<Op>(o.stats[c0 + e], 1.0f));
+    } else {
+      if (c0 == 0) store_scale<Op>(o.scales, 0, block_scale<Op>(o.stats[0], 1.0f));
     }
   }
 }
@@ -880,6 +937,10 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
                       a.rows % 16 == 0 && a.cols % 16 == 0 && a.row.row_bytes % 8 == 0 &&
                       a.col.row_bytes % 8 == 0;
   const bool want_both = pass.row.want_max || pass.col.want_max;
+  // Both copies from the row-wise codes (tile_float_same): where both read the same stat words
+  // and the row-wise pass takes the global amax whenever the transposed copy wants it.
+  constexpr bool kSame = tile_float_same<Cfg>();
+  const bool same = kSame && a.row.stats == a.col.stats && (!pass.col.want_max || pass.row.want_max);
 
   for (int i = static_cast<int>(threadIdx.x); i < TileAcc<RowOp, kTM, kTN>::kSize;
        i += Cfg::threads)
@@ -953,7 +1014,10 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     if constexpr (kRows) fill_column_scales<Cfg, RowOp, false>(row_col_scales, a.row, i0, j0);
     if constexpr (kCols) fill_column_scales<Cfg, ColOp, true>(col_col_scales, a.col, i0, j0);
     __syncthreads();
-    if constexpr (Cfg::col_sums) tile_float_column_sums<Cfg>(tile, a, i0, j0);
+    if constexpr (Cfg::col_sums) {
+      tile_float_column_sums<Cfg>(tile, a, i0, j0);
+      if (kSame && same) __syncthreads();  // the row-wise pass writes codes over the values
+    }
     // The next tile's loads fly while this one is quantized.
     if (t + gridDim.x < tiles) fetch(next_at.i0(), next_at.j0());
 
@@ -980,11 +1044,17 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
     }
     if constexpr (kRows && !kRowGroups)
       tile_operand<Cfg, RowOp, false>(tile, acc_row, a.row, i0, j0, a.seed, a.offset, row_max,
-                                      row_col_scales);
+                                      row_col_scales, same);
     if constexpr (kRows && kCols && Cfg::requant) __syncthreads();
-    if constexpr (kCols && !kColGroups)
-      tile_operand<Cfg, ColOp, true>(tile, acc_col, a.col, i0, j0, a.seed, a.offset, col_max,
-                                     col_col_scales);
+    if constexpr (kCols && !kColGroups) {
+      if (kSame && same) {
+        __syncthreads();  // the row-wise codes are in the tile
+        if constexpr (kSame) tile_codes_transposed<Cfg, ColOp>(tile, a.col, i0, j0);
+      } else {
+        tile_operand<Cfg, ColOp, true>(tile, acc_col, a.col, i0, j0, a.seed, a.offset, col_max,
+                                       col_col_scales);
+      }
+    }
     __syncthreads();  // the tile and the accumulators are free again
     if constexpr (kStats) {
       if constexpr (kRows) tile_flush<Cfg, RowOp, false>(acc_row, a.row, i0, j0);
@@ -992,7 +1062,7 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
       __syncthreads();
     }
   }
-  if (derive) col_max = row_max;  // the same elements
+  if (derive || same) col_max = row_max;  // the same elements
   if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
   if constexpr (kCols) tile_finish<Cfg, ColOp>(a.col, col_max);
 }

@@ -189,8 +189,8 @@ FP4JIT_DEV void encode_vec(const float (&v)[kVec], const SegmentScales<Op>& sc, 
       u32 c0 = pair & 0xffu, c1 = pair >> 8;
       if (!nx::is_finite(x0)) c0 = encode_element<Op>(x0, 0u);
       if (!nx::is_finite(x1)) c1 = encode_element<Op>(x1, 0u);
-      code[e] = sc.at(e).nan ? 0u : c0;
-      code[e + 1] = sc.at(e + 1).nan ? 0u : c1;
+      code[e] = scale_nan<Op>(sc.at(e)) ? 0u : c0;
+      code[e + 1] = scale_nan<Op>(sc.at(e + 1)) ? 0u : c1;
     }
     return;
   }
@@ -203,7 +203,7 @@ FP4JIT_DEV void encode_vec(const float (&v)[kVec], const SegmentScales<Op>& sc, 
   for (int e = 0; e < kVec; ++e) {
     const BlockScale& b = sc.at(e);
     const u32 c = encode_element<Op>(apply_scale<Op>(v[e], b), rbits[e]);  // no branch per element
-    code[e] = b.nan ? 0u : c;
+    code[e] = scale_nan<Op>(b) ? 0u : c;
   }
 }
 
@@ -230,13 +230,14 @@ FP4JIT_DEV float requant_value(u32 code, const BlockScale& b, float s_enc) {
 // col_scales (block=col operands, or null): the block scales of operand columns col_base on,
 // computed once for the caller's tile instead of once per element here. given (operands with
 // one scale per segment, not block=col): that scale, computed by the caller (occ_rows), instead
-// of from o.stats.
+// of from o.stats. codes_to (or null): where the n codes also go, one word each (a pair whose
+// transposed copy has the same codes: tile_codes_transposed).
 template <class Op, int kLineStride>
 FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_blocks<Op>()], i64 r,
                                  i64 c0, int n, const OperandOut& o, float s_enc, u64 seed,
                                  u64 offset, float* requant_to,
                                  const BlockScale* col_scales = nullptr, i64 col_base = 0,
-                                 const BlockScale* given = nullptr) {
+                                 const BlockScale* given = nullptr, u32* codes_to = nullptr) {
   using Scales = SegmentScales<Op>;
   constexpr int kSub = Scales::kSub;
   constexpr int kPer = Scales::kPer;
@@ -272,6 +273,11 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
   const u64 i0 = offset + static_cast<u64>(r * o.cols + c0);
   encode_vec<Op>(v, sc, seed, i0, code);
   if (!valid) return;
+  if (codes_to != nullptr) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (e < n) codes_to[e] = code[e];
+  }
   constexpr int kBytesPer = elem_packed(Op::elem) ? 1 : 2;  // bytes per two elements
   const i64 byte0 = r * o.row_bytes + (c0 / 2) * kBytesPer;
   const bool aligned = elem_packed(Op::elem) ? (o.row_bytes % 4 == 0) : (o.row_bytes % 8 == 0);
