@@ -118,29 +118,51 @@ FP4JIT_DEV void for_row(const void* in, i64 row_base, i64 cols, bool vector, F&&
 // key's high bits (complete_key fills in the rest) and every thread has passed a barrier after it.
 // visit(side, f) calls f(key) for each key of that side. kSameKeys: both sides are one set of
 // keys (visited once per pass, through side 0), which share one histogram while their prefixes
-// agree.
+// agree. spread (kSameKeys; or null): kSpread * 256 words of shared memory for the first pass,
+// where every key counts and a warp's keys share few top digits (a row of activations spans a
+// few binades): lane l adds into copy l % kSpread of its digit's counter, kSpread consecutive
+// words, so that lanes of one digit hit kSpread banks instead of serializing on one word.
 struct OccSelectState {
   u32 hist[2][256];
   u32 prefix[2];
   i64 kth[2];
 };
+constexpr int kSpread = 4;
 template <InType T, bool kSameKeys, int kThreads, class Visit>
-FP4JIT_DEV void occ_radix_select(OccSelectState& st, const Visit& visit) {
+FP4JIT_DEV void occ_radix_select(OccSelectState& st, const Visit& visit, u32* spread = nullptr) {
+  static_assert(kThreads >= 256, "one thread per digit folds the spread counters");
   if (threadIdx.x == 0) st.prefix[0] = st.prefix[1] = 0u;
   u32 mask = 0u;
   for (int pass = 0; pass < kSelectPasses<T>; ++pass) {
     const int shift = 24 - 8 * pass;
-    for (int i = static_cast<int>(threadIdx.x); i < 512; i += kThreads)
-      st.hist[i / 256][i % 256] = 0u;
+    const bool spread_pass = kSameKeys && pass == 0 && spread != nullptr;
+    if (spread_pass) {
+      for (int i = static_cast<int>(threadIdx.x); i < 256 * kSpread; i += kThreads) spread[i] = 0u;
+    } else {
+      for (int i = static_cast<int>(threadIdx.x); i < 512; i += kThreads)
+        st.hist[i / 256][i % 256] = 0u;
+    }
     __syncthreads();
     const u32 p0 = st.prefix[0], p1 = st.prefix[1];
     const bool same = kSameKeys && p0 == p1;  // the targets share their keys: one histogram
     if constexpr (kSameKeys) {
-      visit(0, [&](u32 key) {
-        const u32 d = (key >> shift) & 255u;
-        if ((key & mask) == p0) atomicAdd(&st.hist[0][d], 1u);
-        if (!same && (key & mask) == p1) atomicAdd(&st.hist[1][d], 1u);
-      });
+      if (spread_pass) {  // mask 0: every key counts, into its lane's copy
+        const u32 copy = static_cast<u32>(lane_id()) % kSpread;
+        visit(0, [&](u32 key) { atomicAdd(&spread[(key >> shift) * kSpread + copy], 1u); });
+        __syncthreads();
+        if (threadIdx.x < 256) {
+          u32 c = 0u;
+#pragma unroll
+          for (int q = 0; q < kSpread; ++q) c += spread[threadIdx.x * kSpread + q];
+          st.hist[0][threadIdx.x] = c;
+        }
+      } else {
+        visit(0, [&](u32 key) {
+          const u32 d = (key >> shift) & 255u;
+          if ((key & mask) == p0) atomicAdd(&st.hist[0][d], 1u);
+          if (!same && (key & mask) == p1) atomicAdd(&st.hist[1][d], 1u);
+        });
+      }
     } else {
 #pragma unroll
       for (int side = 0; side < 2; ++side) {
@@ -180,6 +202,7 @@ struct GlobalRowKeys {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
   __shared__ OccSelectState st;
+  __shared__ u32 spread[256 * kSpread];
   __shared__ u32 block_count, block_stat;
   const bool want_stats = a.stats != nullptr;
   const bool vector = a.vector_ok != 0u;
@@ -194,7 +217,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
       block_stat = 0u;
     }
     occ_radix_select<Cfg::in, true, Cfg::threads>(
-        st, GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector});
+        st, GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector}, spread);
     const float lo = key_value(complete_key<Cfg::in>(st.prefix[0])),
                 hi = key_value(complete_key<Cfg::in>(st.prefix[1]));
     if (threadIdx.x == 0) {
