@@ -199,60 +199,125 @@ struct GlobalRowKeys {
   }
 };
 
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) occ_select(OccSelectArgs a) {
-  __shared__ OccSelectState st;
-  __shared__ u32 spread[256 * kSpread];
-  __shared__ u32 block_count, block_stat;
+// A source row held in registers: this thread's 16-byte pieces v = threadIdx.x + q * kThreads
+// (q < kChunks) as sort keys, for rows of whole pieces that fit; the select's passes and the
+// counting pass then read no memory. visit: the keys (occ_radix_select); each: (column, value).
+template <InType T, int kThreads, int kChunks>
+struct RegisterRowKeys {
+  u32 keys[kChunks][kVec];
+  i64 pieces;  // whole kVec-element pieces in the row
+  FP4JIT_DEV RegisterRowKeys(const void* in, i64 base, i64 cols) : pieces(cols / kVec) {
+#pragma unroll
+    for (int q = 0; q < kChunks; ++q) {
+      const i64 v = static_cast<i64>(threadIdx.x) + static_cast<i64>(q) * kThreads;
+      float x[kVec];
+      if (v < pieces) load_vec<T>(in, base + v * kVec, kVec, true, false, x);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) keys[q][e] = v < pieces ? sort_key(x[e]) : 0u;
+    }
+  }
+  template <class F>
+  FP4JIT_DEV void operator()(int, F&& f) const {
+#pragma unroll
+    for (int q = 0; q < kChunks; ++q)
+      if (static_cast<i64>(threadIdx.x) + static_cast<i64>(q) * kThreads < pieces)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) f(keys[q][e]);
+  }
+  template <class F>
+  FP4JIT_DEV void each(F&& f) const {
+#pragma unroll
+    for (int q = 0; q < kChunks; ++q) {
+      const i64 v = static_cast<i64>(threadIdx.x) + static_cast<i64>(q) * kThreads;
+      if (v < pieces)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) f(v * kVec + e, key_value(keys[q][e]));
+    }
+  }
+};
+// The same row read from global memory at every pass.
+template <InType T, int kThreads>
+struct GlobalRowValues : GlobalRowKeys<T, kThreads> {
+  template <class F>
+  FP4JIT_DEV void each(F&& f) const {
+    for_row<T, kThreads>(this->in, this->base, this->cols, this->vector, f);
+  }
+};
+
+// One source row of occ_select: lo and hi by the radix select over `row` (a RegisterRowKeys or
+// GlobalRowValues), then the counts and stats from its values clamped.
+struct OccSelectShared {
+  OccSelectState st;
+  u32 spread[256 * kSpread];
+  u32 block_count, block_stat;
+};
+template <class Cfg, class Row>
+FP4JIT_DEV void occ_select_row(const OccSelectArgs& a, OccSelectShared& sh, i64 row, const Row& keys,
+                               u32& finite_amax) {
   const bool want_stats = a.stats != nullptr;
-  const bool vector = a.vector_ok != 0u;
-  u32 finite_amax = 0u;  // of the clamped values this thread saw
-  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
-    const void* in = a.in;
-    const i64 base = row * a.stride;
-    if (threadIdx.x == 0) {
-      st.kth[0] = a.lo_index;
-      st.kth[1] = a.hi_index;
-      block_count = 0u;
-      block_stat = 0u;
+  if (threadIdx.x == 0) {
+    sh.st.kth[0] = a.lo_index;
+    sh.st.kth[1] = a.hi_index;
+    sh.block_count = 0u;
+    sh.block_stat = 0u;
+  }
+  occ_radix_select<Cfg::in, true, Cfg::threads>(sh.st, keys, sh.spread);
+  const float lo = key_value(complete_key<Cfg::in>(sh.st.prefix[0])),
+              hi = key_value(complete_key<Cfg::in>(sh.st.prefix[1]));
+  if (threadIdx.x == 0) {
+    a.lohi[2 * row] = lo;
+    a.lohi[2 * row + 1] = hi;
+  }
+  u32 count = 0u, row_max = 0u;
+  keys.each([&](i64 c, float x) {
+    const float v = occ_clamp(x, lo, hi);
+    // |v|'s bits, as the stats pass takes them (NaN and Inf at or above 0x7f800000).
+    const u32 m = abs_bits(v);
+    row_max = umax(row_max, m);
+    if (m < 0x7f800000u) finite_amax = umax(finite_amax, m);
+    if (v != x) {
+      ++count;
+      if (a.chunk_counts != nullptr)
+        atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
     }
-    occ_radix_select<Cfg::in, true, Cfg::threads>(
-        st, GlobalRowKeys<Cfg::in, Cfg::threads>{in, base, a.cols, vector}, spread);
-    const float lo = key_value(complete_key<Cfg::in>(st.prefix[0])),
-                hi = key_value(complete_key<Cfg::in>(st.prefix[1]));
-    if (threadIdx.x == 0) {
-      a.lohi[2 * row] = lo;
-      a.lohi[2 * row + 1] = hi;
-    }
-    u32 count = 0u, row_max = 0u;
-    for_row<Cfg::in, Cfg::threads>(in, base, a.cols, vector, [&](i64 c, float x) {
-      const float v = occ_clamp(x, lo, hi);
-      // |v|'s bits, as the stats pass takes them (NaN and Inf at or above 0x7f800000).
-      const u32 m = abs_bits(v);
-      row_max = umax(row_max, m);
-      if (m < 0x7f800000u) finite_amax = umax(finite_amax, m);
-      if (v != x) {
-        ++count;
-        if (a.chunk_counts != nullptr)
-          atomicAdd(a.chunk_counts + (row / kOccChunkRows) * a.cols + c, 1u);
-      }
-    });
-    if (a.row_counts != nullptr || want_stats) {
-      count = warp_sum(count);
-      row_max = warp_max(row_max);
-      if (lane_id() == 0) {
-        if (count != 0u) atomicAdd(&block_count, count);
-        if (row_max != 0u) atomicMax(&block_stat, row_max);
-      }
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        if (a.row_counts != nullptr) a.row_counts[row] = block_count;
-        if (want_stats) a.stats[row] = stat_of(block_stat);
-      }
+  });
+  if (a.row_counts != nullptr || want_stats) {
+    count = warp_sum(count);
+    row_max = warp_max(row_max);
+    if (lane_id() == 0) {
+      if (count != 0u) atomicAdd(&sh.block_count, count);
+      if (row_max != 0u) atomicMax(&sh.block_stat, row_max);
     }
     __syncthreads();
+    if (threadIdx.x == 0) {
+      if (a.row_counts != nullptr) a.row_counts[row] = sh.block_count;
+      if (want_stats) a.stats[row] = stat_of(sh.block_stat);
+    }
   }
-  if (want_stats) {
+  __syncthreads();
+}
+
+// Four CTAs per SM (64 registers: the register-held rows took 76, three CTAs).
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::threads, 4) occ_select(OccSelectArgs a) {
+  __shared__ OccSelectShared sh;
+  const bool vector = a.vector_ok != 0u;
+  // Rows of whole 16-byte pieces, at most two a thread (4096 elements at 256 threads): held in
+  // registers (four a thread took 79 registers, for every row length).
+  const bool in_regs = vector && a.cols % kVec == 0 && a.cols / kVec <= 2 * Cfg::threads;
+  u32 finite_amax = 0u;  // of the clamped values this thread saw
+  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const i64 base = row * a.stride;
+    if (in_regs) {
+      occ_select_row<Cfg>(a, sh, row, RegisterRowKeys<Cfg::in, Cfg::threads, 2>(a.in, base, a.cols),
+                          finite_amax);
+    } else {
+      occ_select_row<Cfg>(
+          a, sh, row, GlobalRowValues<Cfg::in, Cfg::threads>{{a.in, base, a.cols, vector}},
+          finite_amax);
+    }
+  }
+  if (a.stats != nullptr) {
     finite_amax = warp_max(finite_amax);
     if (lane_id() == 0) atomicMax(a.amax_bits, finite_amax);
   }
@@ -321,9 +386,13 @@ __global__ void __launch_bounds__(Cfg::threads) occ_scan(OccScanArgs a) {
   if (threadIdx.x == 0) *a.total = carry;
 }
 
+// clamp(x) != x: x below lo, above hi, or NaN (a NaN bound clamps nothing).
+FP4JIT_DEV bool occ_listed(float x, float lo, float hi) {
+  return x < lo || x > hi || nx::is_nan(x);
+}
 // One operand entry: listed at pos (and pos advanced) if clamp(x) != x.
 FP4JIT_DEV void occ_list(const OccWriteArgs& a, float x, float lo, float hi, i64 index, i64& pos) {
-  if (occ_clamp(x, lo, hi) == x) return;
+  if (!occ_listed(x, lo, hi)) return;
   if (pos < a.capacity) {
     a.index[pos] = index;
     a.value[pos] = residual(x, lo, hi);
@@ -331,8 +400,10 @@ FP4JIT_DEV void occ_list(const OccWriteArgs& a, float x, float lo, float hi, i64
   ++pos;
 }
 
+// The transposed list's kernel asks for two CTAs per SM (its grid is about two CTAs per SM: at
+// one, with its eight rows of eight columns in flight a thread, it ran in two rounds).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::cols ? 2 : 1) occ_write(OccWriteArgs a) {
   constexpr int kWarps = Cfg::threads / 32;
   const int lane = lane_id();
   const bool vector_ok = a.vector_ok != 0u;
@@ -358,7 +429,7 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
         for (int u = 0; u < kUnroll; ++u) {
           u32 count = 0u;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) count += (e < n[u] && occ_clamp(x[u][e], lo, hi) != x[u][e]);
+          for (int e = 0; e < kVec; ++e) count += (e < n[u] && occ_listed(x[u][e], lo, hi));
           u32 incl = count;
 #pragma unroll
           for (int d = 1; d < 32; d <<= 1) {
@@ -399,22 +470,40 @@ __global__ void __launch_bounds__(Cfg::threads) occ_write(OccWriteArgs a) {
         pos[e] = e < n ? a.offsets[j0 + e] + a.chunk_counts[chunk * a.cols + j0 + e] : 0;
       const i64 r0 = chunk * kOccChunkRows;
       const i64 r1 = r0 + kOccChunkRows < a.rows ? r0 + kOccChunkRows : a.rows;
-      for (i64 i0 = r0; i0 < r1; i0 += kUnroll) {
-        float x[kUnroll][kVec];
-        float lo[kUnroll], hi[kUnroll];
+      if (vector) {  // kUnroll rows' raw 16-byte pieces in flight, widened as they are used
+        constexpr int kRaw = in_size(Cfg::in) * kVec / 16;
+        const char* in = static_cast<const char*>(a.in);
+        for (i64 i0 = r0; i0 < r1; i0 += kUnroll) {
+          uint4 raw[kUnroll][kRaw];
+          float lo[kUnroll], hi[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const i64 i = i0 + u < r1 ? i0 + u : r1 - 1;  // past the chunk: its last row, unused
-          load_vec<Cfg::in>(a.in, i * a.stride + j0, n, vector, true, x[u]);
-          lo[u] = a.lohi[2 * i];
-          hi[u] = a.lohi[2 * i + 1];
+          for (int u = 0; u < kUnroll; ++u) {
+            const i64 i = i0 + u < r1 ? i0 + u : r1 - 1;  // past the chunk: its last row, unused
+            const char* p = in + (i * a.stride + j0) * in_size(Cfg::in);
+#pragma unroll
+            for (int q = 0; q < kRaw; ++q) raw[u][q] = load16(p + 16 * q, true);
+            lo[u] = a.lohi[2 * i];
+            hi[u] = a.lohi[2 * i + 1];
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            if (i0 + u >= r1) break;
+            float x[kVec];
+#pragma unroll
+            for (int q = 0; q < kRaw; ++q) widen<Cfg::in>(raw[u][q], x + q * (16 / in_size(Cfg::in)));
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              occ_list(a, x[e], lo[u], hi[u], (j0 + e) * a.rows + i0 + u, pos[e]);
+          }
         }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (i0 + u >= r1) break;
+      } else {
+        for (i64 i = r0; i < r1; ++i) {
+          float x[kVec];
+          load_vec<Cfg::in>(a.in, i * a.stride + j0, n, false, true, x);
+          const float lo = a.lohi[2 * i], hi = a.lohi[2 * i + 1];
 #pragma unroll
           for (int e = 0; e < kVec; ++e)
-            if (e < n) occ_list(a, x[u][e], lo[u], hi[u], (j0 + e) * a.rows + i0 + u, pos[e]);
+            if (e < n) occ_list(a, x[e], lo, hi, (j0 + e) * a.rows + i, pos[e]);
         }
       }
     }
