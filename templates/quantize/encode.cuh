@@ -100,7 +100,8 @@ FP4JIT_DEV bool scale_nan(const BlockScale& b) {
 
 template <class Op>
 FP4JIT_DEV float apply_scale(float x, const BlockScale& b) {
-  if constexpr (scale_divides<Op>()) return b.divide ? nx::div_rn(x, b.factor) : nx::mul_rn(x, b.factor);
+  if constexpr (scale_divides<Op>())
+    return b.divide ? nx::div_rn(x, b.factor) : nx::mul_rn(x, b.factor);
   return nx::mul_rn(x, b.factor);
 }
 

@@ -252,8 +252,8 @@ struct OccSelectShared {
   u32 block_count, block_stat;
 };
 template <class Cfg, class Row>
-FP4JIT_DEV void occ_select_row(const OccSelectArgs& a, OccSelectShared& sh, i64 row, const Row& keys,
-                               u32& finite_amax) {
+FP4JIT_DEV void occ_select_row(const OccSelectArgs& a, OccSelectShared& sh, i64 row,
+                               const Row& keys, u32& finite_amax) {
   const bool want_stats = a.stats != nullptr;
   if (threadIdx.x == 0) {
     sh.st.kth[0] = a.lo_index;
@@ -312,9 +312,9 @@ __global__ void __launch_bounds__(Cfg::threads, 4) occ_select(OccSelectArgs a) {
       occ_select_row<Cfg>(a, sh, row, RegisterRowKeys<Cfg::in, Cfg::threads, 2>(a.in, base, a.cols),
                           finite_amax);
     } else {
-      occ_select_row<Cfg>(
-          a, sh, row, GlobalRowValues<Cfg::in, Cfg::threads>{{a.in, base, a.cols, vector}},
-          finite_amax);
+      occ_select_row<Cfg>(a, sh, row,
+                          GlobalRowValues<Cfg::in, Cfg::threads>{{a.in, base, a.cols, vector}},
+                          finite_amax);
     }
   }
   if (a.stats != nullptr) {
@@ -490,7 +490,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::cols ? 2 : 1) occ_write(Occ
             if (i0 + u >= r1) break;
             float x[kVec];
 #pragma unroll
-            for (int q = 0; q < kRaw; ++q) widen<Cfg::in>(raw[u][q], x + q * (16 / in_size(Cfg::in)));
+            for (int q = 0; q < kRaw; ++q)
+              widen<Cfg::in>(raw[u][q], x + q * (16 / in_size(Cfg::in)));
 #pragma unroll
             for (int e = 0; e < kVec; ++e)
               occ_list(a, x[e], lo[u], hi[u], (j0 + e) * a.rows + i0 + u, pos[e]);

@@ -940,7 +940,8 @@ FP4JIT_DEV void tile_float(const QuantizeArgs& a) {
   // Both copies from the row-wise codes (tile_float_same): where both read the same stat words
   // and the row-wise pass takes the global amax whenever the transposed copy wants it.
   constexpr bool kSame = tile_float_same<Cfg>();
-  const bool same = kSame && a.row.stats == a.col.stats && (!pass.col.want_max || pass.row.want_max);
+  const bool same =
+      kSame && a.row.stats == a.col.stats && (!pass.col.want_max || pass.row.want_max);
 
   for (int i = static_cast<int>(threadIdx.x); i < TileAcc<RowOp, kTM, kTN>::kSize;
        i += Cfg::threads)
