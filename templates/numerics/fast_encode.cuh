@@ -106,6 +106,20 @@ FP4JIT_HD u32 e2m1_pieces_from(float a, u32 c) {
   return e2m1_pieces<kMode, kExp>(a, bits_float(c), bits_float(c + (2u << kShift)),
                                   bits_float(c + (4u << kShift)));
 }
+// Stochastic rounding's q for random bits r already below 2^R. The pieces take the addend of
+// r = 0 (a constant: no per-element additions) and 2r is taken off the minimum's bits after: each
+// piece's exact sum for r is the sum for 0 less 2r units of the binade's spacing, which is in
+// the same binade for every r (the 2^20 of e2m1_sr_addend_bits), and rounding up commutes with
+// subtracting a multiple of the spacing there, as the minimum does with subtracting the same
+// amount from all three.
+FP4JIT_HD u32 e2m1_sr_q(float a, u32 r, int sr_bits) {
+  const u32 c = e2m1_sr_addend_bits(0u, sr_bits);
+  const u32 m = sr_bits == 8 ? e2m1_pieces_from<FmaMode::ru, 14, 9>(a, c)
+                             // The other width the recipes allow (16 bits): spacing 2^-17 in
+                             // [2^6, 2^7).
+                             : e2m1_pieces_from<FmaMode::ru, 6, 17>(a, c);
+  return m - 2u * r;
+}
 FP4JIT_HD u32 e2m1_fma_q(float a, Round mode, bool negative, u32 rbits, int sr_bits) {
   constexpr u32 kHalf = 0x4a800001u;  // 2^22 + 1/2
   constexpr u32 kTwo22 = 0x4a800000u;
@@ -123,16 +137,8 @@ FP4JIT_HD u32 e2m1_fma_q(float a, Round mode, bool negative, u32 rbits, int sr_b
       const float b = negative && a > 0.0f ? bits_float(float_bits(a) - 1u) : a;
       return e2m1_pieces_from<FmaMode::rz, 22, 1>(b, kHalf);
     }
-    case Round::stochastic: {
-      const u32 r = rbits & ((1u << sr_bits) - 1u);
-      // The pieces' addends by float additions (exact: the sums stay in c's binade), on the FMA
-      // pipe beside the integer work that r's extraction already puts on the other.
-      const float c = bits_float(e2m1_sr_addend_bits(r, sr_bits));
-      const float c1 = add_rn(c, 2.0f), c2 = add_rn(c, 4.0f);
-      if (sr_bits == 8) return e2m1_pieces<FmaMode::ru, 14>(a, c, c1, c2);
-      // The other width the recipes allow (16 bits): spacing 2^-17 in [2^6, 2^7).
-      return e2m1_pieces<FmaMode::ru, 6>(a, c, c1, c2);
-    }
+    case Round::stochastic:
+      return e2m1_sr_q(a, rbits & ((1u << sr_bits) - 1u), sr_bits);
   }
   return 0u;
 }

@@ -257,7 +257,10 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw 
 #pragma unroll
   for (int j = 7; j >= 0; --j) {
     const float a = kClamp ? abs_min6(s[j]) : abs_dev(s[j]);
-    const u32 q = nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
+    // Stochastic rounding: r[j] is below 2^R (group_rbits), so no mask.
+    const u32 q = Op::round == nx::Round::stochastic
+                      ? nx::e2m1_sr_q(a, r[j], Op::sr_bits)
+                      : nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
     if constexpr (kShift == 0)
       qsum += q * (1u << (4 * j));
     else if constexpr (kShift == 1)
@@ -312,8 +315,17 @@ FP4JIT_DEV void transpose_nibbles16(u32& w0, u32& w1, int lane16) {
   }
 }
 
-// Random bits of kN consecutive elements from index i0 (stochastic rounding): one Philox call
-// per 128 / R elements when i0 is a multiple of that, else per element's call as sr_bits_vec.
+// Bits [bit, bit + kBits) of w, zero-extended, for kBits 8 or 16 and bit a multiple of it: one
+// PRMT on the device (a shift and a mask otherwise).
+template <int kBits>
+FP4JIT_DEV u32 bit_field(u32 w, int bit) {
+  static_assert(kBits == 8 || kBits == 16, "whole bytes or halves");
+  const u32 b = static_cast<u32>(bit) / 8u;  // first byte
+  return nx::prmt(w, 0u, kBits == 8 ? 0x4440u | b : 0x4400u | ((b + 1u) << 4) | b);
+}
+// Random bits of kN consecutive elements from index i0 (stochastic rounding), each below 2^R: one
+// Philox call per 128 / R elements when i0 is a multiple of that, else per element's call as
+// sr_bits_vec.
 template <class Op, int kN>
 FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
   if constexpr (Op::round == nx::Round::stochastic) {
@@ -326,7 +338,7 @@ FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
 #pragma unroll
         for (int e = 0; e < kPer; ++e) {
           const int bit = e * Op::sr_bits;
-          r[c * kPer + e] = (w.v[bit / 32] >> (bit % 32)) & ((1u << Op::sr_bits) - 1u);
+          r[c * kPer + e] = bit_field<Op::sr_bits>(w.v[bit / 32], bit % 32);
         }
       }
     } else {

@@ -636,6 +636,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     }
   };
 
+  constexpr bool kRowRawSigns =
+      kRows && !kStats && !kRequant && Cfg::in == InType::bf16 && RowOp::had == 0 && !RowOp::occ;
   // Row-wise unit u of the tile at (i0, j0): group u % (kTN / kGR) of tile row u / (kTN / kGR)
   // (consecutive lanes on consecutive groups of a row: their code stores are contiguous).
   const auto row_unit = [&](bool whole, uint4* tile, int u, i64 i0, i64 j0) {
@@ -662,6 +664,18 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         quantize_group<RowOp, kStats, kRequant, true>(v, given, m, row, c0, n, a.row,
                                                       pass.row.s_enc, pass.row.tl, a.seed, a.offset,
                                                       pass.row.want_max, row_max, p, whole);
+      } else if constexpr (kRowRawSigns) {
+        // The codes' signs from the BF16 input (the encoded values are it scaled by a positive
+        // factor), as the rows kernel takes them: no funnel shift per element.
+        u32 raw[kGR / 2];
+#pragma unroll
+        for (int w = 0; w < kGR / 2; ++w) {
+          const uint4& q = cur[w / 4];
+          raw[w] = w % 4 == 0 ? q.x : (w % 4 == 1 ? q.y : (w % 4 == 2 ? q.z : q.w));
+        }
+        quantize_group<RowOp, kStats, false, false, false, true>(
+            v, given, m, row, c0, n, a.row, pass.row.s_enc, pass.row.tl, a.seed, a.offset,
+            pass.row.want_max, row_max, raw, whole);
       } else {
         quantize_group<RowOp, kStats, kRequant, false>(
             v, given, m, row, c0, n, a.row, pass.row.s_enc, pass.row.tl, a.seed, a.offset,
