@@ -1,8 +1,10 @@
 // The emulator's quantize cases beyond the recipe sweep of emu_quantize_test.cpp: which passes a
 // plan shares, the step counter of stochastic rounding (QuantizeArgs::seed_step), nvfp4's
-// derived w + wt pair given two amaxes, and quantize_rows at configs beside the heuristic's.
+// derived w + wt pair given two amaxes, a Hadamard output made subnormal by its norm, and
+// quantize_rows at configs beside the heuristic's.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -186,6 +188,36 @@ TEST(EmuQuantizePair, SameBlockPairWithDifferentAmaxesMatchesEachAlone) {
     // wt with its own amax is not wt with w's (the case above tells the two apart).
     EXPECT_NE(compare_runs(alone_t, s_t), "");
   }
+}
+
+// A Hadamard output that the norm makes subnormal, under a block factor of FLT_MAX: the kernels
+// must round u * norm before the factor, as the reference does; folding the norm into the factor
+// (one multiply instead of two) changes this element's code. FP32 input, nvfp4's x + xt (xt:
+// 16-point Hadamard, nearest even): a 1 at (0, 0) sets xt's amax; source column 5 holds
+// a = 2^-128 + 2^-149 at token 16 and zeros elsewhere, so xt's block (5, tokens 16..31) is +-a
+// after the butterflies. The reference takes rn(a / 4) = 2^-130 (a's last bit is lost), the
+// block's scale code is 0 and its factor FLT_MAX, so the elements scale to 1/4 - 2^-26: magnitude
+// 0. a * (FLT_MAX / 4) lies just above 1/4 and rounds to 1/2.
+TEST(EmuQuantizePair, SubnormalHadamardOutputsRoundBeforeTheirFactor) {
+  const Recipe recipe = parse_recipe("nvfp4");
+  HostInput in = make_input(InputKind::random, DType::f32, 64, 32, 7, false);
+  for (std::int64_t r = 0; r < in.rows; ++r)
+    for (std::int64_t c = 0; c < in.cols; ++c) set_value(in, r, c, 0.0f);
+  set_value(in, 0, 0, 1.0f);
+  set_value(in, 16, 5, std::ldexp(1.0f, -128) + std::ldexp(1.0f, -149));
+  const reference::QuantizeOptions ropt{.seed = 3, .offset = 0};
+  const QuantizedTensor ref = reference::quantize(recipe, Role::x, in.values, ropt);
+  const QuantizedTensor ref_t = reference::quantize(recipe, Role::xt, in.values, ropt);
+  // The case is the one described: xt's element (5, 16) has magnitude code 0 in the reference.
+  ASSERT_EQ(ref_t.codes[static_cast<std::size_t>(5 * ref_t.layout.row_bytes + 8)] & 7u, 0u);
+  HostOperand o(ref.layout, 0), o_t(ref_t.layout, 0);
+  const QuantizeArgs args{3, 0};
+  run([&](cuda::Arena& a) {
+    QuantizedView q = o.view(), qt = o_t.view();
+    return cuda::plan_quantize(recipe, Role::x, in.view(), q, &qt, args, kDevice, a);
+  });
+  EXPECT_EQ(compare(ref, o, false), "");
+  EXPECT_EQ(compare(ref_t, o_t, false), "");
 }
 
 // quantize_rows at 384 threads (12 warps; their BF16 rings hold two items, where 16 warps' hold
