@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -317,6 +318,7 @@ void run_bench(const BenchOptions& o) {
                    b2b_tflops);
       const std::string kernel = engine.gemm_kernel(recipe, op, s, out_dtype);
       if (!kernel.empty()) fmt::print("  {:5}  {:>22}  kernel {}\n", "", "", kernel);
+      std::fflush(stdout);  // each result as it is measured, also into a pipe
       results.push_back({{"recipe", recipe.preset},
                          {"op", op_name.name},
                          {"m", s.m},
@@ -413,6 +415,7 @@ void run_quant_bench(const QuantBenchOptions& o) {
       if (b2b > 0.0)
         fmt::print("  {:7}  {:>12}  {:9.4f} ms  {:8.1f} GB/s  back to back\n", "", "", b2b,
                    static_cast<double>(bytes) / (b2b * 1e-3) / 1e9);
+      std::fflush(stdout);
       results.push_back({{"recipe", recipe.preset},
                          {"problem", what},
                          {"role", name(p.role)},
