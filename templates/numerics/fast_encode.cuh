@@ -58,7 +58,7 @@ FP4JIT_HD float fma_unit(float a, float b, float c) {
 }
 
 // The rounding's unit and base: for a = min(|v|, 6) (not NaN) in rounding `mode` (stochastic:
-// rbits holds the element's R = sr_bits random bits) e2m1_fma_q's result bits q give the
+// rbits holds the element's R = sr_bits random bits, below 2^R) e2m1_fma_q's result bits q give the
 // magnitude code ((q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits)) (away, zero,
 // up: the shift drops bit 0 of q, which carries nothing). The modes that round 2y (away, zero) or
 // 2^(R+1) y (stochastic) to integers add into the binade where floats are spaced by 1/2 or
@@ -71,11 +71,12 @@ FP4JIT_HD constexpr u32 e2m1_qbase(Round mode, int sr_bits) {
   if (mode == Round::stochastic) return 0x4b100000u - (static_cast<u32>(sr_bits + 1) << 23);
   return 0x4a800000u;  // 2^22
 }
-// Stochastic rounding's addend bits: (2^23 + 2^20 + 2^(R+1) - 2 - 2r) * 2^-(R+1). The 2^20 keeps
-// the sum in its binade for any r (and the pieces' offsets) and is a multiple of 2^(R+1), like
-// the base subtracted.
-FP4JIT_HD u32 e2m1_sr_addend_bits(u32 r, int sr_bits) {
-  return e2m1_qbase(Round::stochastic, sr_bits) + (2u << sr_bits) - 2u - 2u * r;
+// Stochastic rounding's addend bits for random bits r: (2^23 + 2^20 + 2^(R+1) - 2 - 2r) *
+// 2^-(R+1), here for r = 0 (e2m1_sr_q takes 2r off the result). The 2^20 keeps the sum in its
+// binade for any r (and the pieces' offsets) and is a multiple of 2^(R+1), like the base
+// subtracted.
+FP4JIT_HD u32 e2m1_sr_addend0_bits(int sr_bits) {
+  return e2m1_qbase(Round::stochastic, sr_bits) + (2u << sr_bits) - 2u;
 }
 // Stochastic rounding's q (bits of 9 * 2^(19 - R) + n + f, f in [0, 1) the fraction below the
 // unit) floored by one RZ addition into 2^23, where floats are spaced by 1: the bits
@@ -109,11 +110,11 @@ FP4JIT_HD u32 e2m1_pieces_from(float a, u32 c) {
 // Stochastic rounding's q for random bits r already below 2^R. The pieces take the addend of
 // r = 0 (a constant: no per-element additions) and 2r is taken off the minimum's bits after: each
 // piece's exact sum for r is the sum for 0 less 2r units of the binade's spacing, which is in
-// the same binade for every r (the 2^20 of e2m1_sr_addend_bits), and rounding up commutes with
+// the same binade for every r (the 2^20 of e2m1_sr_addend0_bits), and rounding up commutes with
 // subtracting a multiple of the spacing there, as the minimum does with subtracting the same
 // amount from all three.
 FP4JIT_HD u32 e2m1_sr_q(float a, u32 r, int sr_bits) {
-  const u32 c = e2m1_sr_addend_bits(0u, sr_bits);
+  const u32 c = e2m1_sr_addend0_bits(sr_bits);
   const u32 m = sr_bits == 8 ? e2m1_pieces_from<FmaMode::ru, 14, 9>(a, c)
                              // The other width the recipes allow (16 bits): spacing 2^-17 in
                              // [2^6, 2^7).
@@ -138,7 +139,7 @@ FP4JIT_HD u32 e2m1_fma_q(float a, Round mode, bool negative, u32 rbits, int sr_b
       return e2m1_pieces_from<FmaMode::rz, 22, 1>(b, kHalf);
     }
     case Round::stochastic:
-      return e2m1_sr_q(a, rbits & ((1u << sr_bits) - 1u), sr_bits);
+      return e2m1_sr_q(a, rbits, sr_bits);
   }
   return 0u;
 }
@@ -149,7 +150,9 @@ FP4JIT_HD u32 e2m1_encode_fma(float v, Round mode, u32 rbits = 0, int sr_bits = 
   const u32 sign = (float_bits(v) >> 28) & 8u;
   if (is_nan(v)) return 0u;
   const float a = min_f(abs_f(v), 6.0f);
-  const u32 q = e2m1_fma_q(a, mode, sign != 0u, rbits, sr_bits);
+  // Any bits above the element's R random ones are dropped here (as e2m1_encode does).
+  const u32 r = mode == Round::stochastic ? rbits & ((1u << sr_bits) - 1u) : rbits;
+  const u32 q = e2m1_fma_q(a, mode, sign != 0u, r, sr_bits);
   const u32 mag = (q - e2m1_qbase(mode, sr_bits)) >> e2m1_qshift(mode, sr_bits);
   return (mag & 7u) | sign;
 }

@@ -257,10 +257,8 @@ FP4JIT_DEV u32 pack_word(const float (&s)[8], const u32 (&r)[8], const u32* raw 
 #pragma unroll
   for (int j = 7; j >= 0; --j) {
     const float a = kClamp ? abs_min6(s[j]) : abs_dev(s[j]);
-    // Stochastic rounding: r[j] is below 2^R (group_rbits), so no mask.
-    const u32 q = Op::round == nx::Round::stochastic
-                      ? nx::e2m1_sr_q(a, r[j], Op::sr_bits)
-                      : nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
+    // r[j] below 2^R (group_rbits, sr_bits_vec).
+    const u32 q = nx::e2m1_fma_q(a, Op::round, nx::sign_bit(s[j]), r[j], Op::sr_bits);
     if constexpr (kShift == 0)
       qsum += q * (1u << (4 * j));
     else if constexpr (kShift == 1)
@@ -497,6 +495,17 @@ FP4JIT_DEV void pairs_from_column_words(const u32 (&x)[kG], int h, u32 (&p)[kG /
   for (int w = 0; w < kG / 8; ++w)
 #pragma unroll
     for (int j = 0; j < 4; ++j) p[4 * w + j] = nx::prmt(x[8 * w + j], x[8 * w + j + 4], sel);
+}
+// Group g of a lane's 16-byte chunks of consecutive BF16 elements as kG / 2 words in element
+// order (quantize_group's kRawSigns input).
+template <int kG, int kChunks>
+FP4JIT_DEV void words_from_chunks(const uint4 (&cur)[kChunks], int g, u32 (&raw)[kG / 2]) {
+#pragma unroll
+  for (int w = 0; w < kG / 2; ++w) {
+    const uint4& u = cur[(g * (kG / 2) + w) / 4];
+    const int k = (g * (kG / 2) + w) % 4;
+    raw[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
+  }
 }
 // Element i of a group held as pair words.
 FP4JIT_DEV float pair_value(const u32* p, int i) {

@@ -93,12 +93,7 @@ FP4JIT_DEV void rows_group(const uint4 (&cur)[kLoads], int g, int n, i64 r, i64 
                                                     kDefer, gc);
   } else if constexpr (kRawSigns) {
     u32 raw[kG / 2];  // the group's BF16 input, element order
-#pragma unroll
-    for (int w = 0; w < kG / 2; ++w) {
-      const uint4& u = cur[(g * (kG / 2) + w) / 4];
-      const int k = (g * (kG / 2) + w) % 4;
-      raw[w] = k == 0 ? u.x : (k == 1 ? u.y : (k == 2 ? u.z : u.w));
-    }
+    words_from_chunks<kG>(cur, g, raw);
     quantize_group<Op, kStats, false, false, true, true>(v, stats_given, m, r, cg, n, o, s_enc, tl,
                                                          a.seed, a.offset, want_max, global_max,
                                                          raw, true, gc);

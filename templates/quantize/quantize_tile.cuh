@@ -668,11 +668,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         // The codes' signs from the BF16 input (the encoded values are it scaled by a positive
         // factor), as the rows kernel takes them: no funnel shift per element.
         u32 raw[kGR / 2];
-#pragma unroll
-        for (int w = 0; w < kGR / 2; ++w) {
-          const uint4& q = cur[w / 4];
-          raw[w] = w % 4 == 0 ? q.x : (w % 4 == 1 ? q.y : (w % 4 == 2 ? q.z : q.w));
-        }
+        words_from_chunks<kGR>(cur, 0, raw);
         quantize_group<RowOp, kStats, false, false, false, true>(
             v, given, m, row, c0, n, a.row, pass.row.s_enc, pass.row.tl, a.seed, a.offset,
             pass.row.want_max, row_max, raw, whole);
