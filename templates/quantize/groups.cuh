@@ -321,18 +321,30 @@ FP4JIT_DEV u32 bit_field(u32 w, int bit) {
   const u32 b = static_cast<u32>(bit) / 8u;  // first byte
   return nx::prmt(w, 0u, kBits == 8 ? 0x4440u | b : 0x4400u | ((b + 1u) << 4) | b);
 }
+// Philox outputs of a group drawn ahead of it (stochastic rounding): call c of the group (block
+// i0 / (128 / R) + c) at words[c * stride], or none (words null: the group draws its own).
+struct PreRand {
+  const uint4* words = nullptr;
+  int stride = 0;
+};
 // Random bits of kN consecutive elements from index i0 (stochastic rounding), each below 2^R: one
-// Philox call per 128 / R elements when i0 is a multiple of that, else per element's call as
-// sr_bits_vec.
+// Philox call per 128 / R elements when i0 is a multiple of that (or those calls' outputs from
+// `pre`, drawn for such an i0), else per element's call as sr_bits_vec.
 template <class Op, int kN>
-FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN]) {
+FP4JIT_DEV void group_rbits(u64 seed, u64 i0, u32 (&r)[kN], PreRand pre = {}) {
   if constexpr (Op::round == nx::Round::stochastic) {
     constexpr int kPer = 128 / Op::sr_bits;
     static_assert(kN % kPer == 0 && kN % kVec == 0, "groups hold whole Philox outputs");
-    if (i0 % kPer == 0) {
+    if (pre.words != nullptr || i0 % kPer == 0) {
 #pragma unroll
       for (int c = 0; c < kN / kPer; ++c) {
-        const nx::U32x4 w = nx::sr_block(seed, i0 / kPer + c);
+        nx::U32x4 w;
+        if (pre.words != nullptr) {
+          const uint4 q = pre.words[c * pre.stride];
+          w = nx::U32x4{{q.x, q.y, q.z, q.w}};
+        } else {
+          w = nx::sr_block(seed, i0 / kPer + c);
+        }
 #pragma unroll
         for (int e = 0; e < kPer; ++e) {
           const int bit = e * Op::sr_bits;
@@ -541,7 +553,7 @@ FP4JIT_DEV void encode_block_pairs(const u32* p, const BlockScale& b, const u32*
 // the packed encoder, and v is not read. kDefer: the codes and scale codes go to *deferred, not
 // to memory (the caller stores them). kRawSigns (not with kPairs): `pairs` holds the group's BF16
 // input as kG / 2 words in element order, v its widened values (nothing applied), and the codes'
-// signs come from it (pack_word).
+// signs come from it (pack_word). pre: the group's Philox outputs drawn ahead (group_rbits).
 template <class Op>
 struct GroupCodes {
   u32 words[group_size<Op>() / 8];                // codes, element e at nibble e % 8 of word e / 8
@@ -554,7 +566,7 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
                                const OperandOut& o, float s_enc, const TwoLevel& tl, u64 seed,
                                u64 offset, bool want_max, u32& global_max,
                                const u32* pairs = nullptr, bool whole = false,
-                               GroupCodes<Op>* deferred = nullptr) {
+                               GroupCodes<Op>* deferred = nullptr, PreRand pre = {}) {
   constexpr int kG = group_size<Op>();
   constexpr int kB = Op::block_cols;
   constexpr int kBlocks = kG / kB;
@@ -583,7 +595,7 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
   }
   if constexpr (!kStats) {
     u32 rb[kG];
-    group_rbits<Op, kG>(seed, offset + static_cast<u64>(r * o.cols + c0), rb);
+    group_rbits<Op, kG>(seed, offset + static_cast<u64>(r * o.cols + c0), rb, pre);
     u32 words[kG / 8];
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {

@@ -743,15 +743,61 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       }
     }
   };
+  // Transposed unit u's column word w, its first column h0 in it, and its row group rg.
+  struct ColPlace {
+    int w, h0, rg;
+  };
+  const auto col_place = [&](int u) {
+    const int line = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kLinesPerRow;
+    const int rg = kPartedCols ? (u & 31) / kPartWords : u / kLinesPerRow;
+    return ColPlace{kSplitCols ? line / kColsPerWord : line, kSplitCols ? line % kColsPerWord : 0,
+                    rg};
+  };
+  // Random words drawn ahead: where the transposed half of a pair carries a Hadamard transform
+  // and stochastic rounding, its units' Philox calls (about 90 of nvfp4's dY pair's 970
+  // instructions per warp and tile, against the row-wise half's 760) are made by the row-wise
+  // half one tile ahead, into shared memory (call j of unit u at [j][u]: 16-byte words of
+  // consecutive units side by side), double-buffered between the tiles' barriers. Only where
+  // every group's first index is a multiple of a call's elements (the caller's offset and the
+  // operand's row length), else each unit draws its own.
+  constexpr bool kPreRand = kHalves && !kStats && ColOp::round == nx::Round::stochastic &&
+                            ColOp::had != 0 && !packed_pow2<ColOp, Cfg::in>() && !kPartedCols;
+  constexpr int kRandPer = kPreRand ? 128 / ColOp::sr_bits : kGC;  // elements per Philox call
+  constexpr int kCallsPerGroup = kGC / kRandPer;
+  constexpr int kPreWords = kPreRand ? kColUnits * kUnitCols * kCallsPerGroup : 1;
+  static_assert(!kPreRand || kPreWords * 16 <= 16 * 1024, "random words of a tile: 16 KB at most");
+  __shared__ uint4 pre_rand[2 * kPreWords];
+  const bool pre_ok = kPreRand && a.offset % kRandPer == 0 && a.col.cols % kRandPer == 0;
+  int pre_at = 0;  // the buffer of the tile being quantized
+  // The row-wise half's thread `first` draws for the units first, first + threads / 2, ... of the
+  // tile at (i0, j0), into buffer `buf`.
+  const auto draw_col_rand = [&](int buf, int first, i64 i0, i64 j0) {
+    if constexpr (kPreRand) {
+      uint4* dst = pre_rand + buf * kPreWords;
+      for_units<kColUnits, Cfg::threads / 2, false>(first, [&](int u) {
+        const ColPlace cp = col_place(u);
+        const i64 c0 = i0 + static_cast<i64>(cp.rg) * kGC;
+#pragma unroll
+        for (int hh = 0; hh < kUnitCols; ++hh) {
+          const i64 orow = j0 + static_cast<i64>(cp.w) * kColsPerWord + cp.h0 + hh;
+          const u64 block = (a.offset + static_cast<u64>(orow * a.col.cols + c0)) / kRandPer;
+#pragma unroll
+          for (int c = 0; c < kCallsPerGroup; ++c) {
+            const nx::U32x4 r = nx::sr_block(a.seed, block + c);
+            dst[(hh * kCallsPerGroup + c) * kColUnits + u] =
+                make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+          }
+        }
+      });
+    }
+  };
   const auto col_unit = [&](bool whole, const uint4* tile, int u, i64 i0, i64 j0) {
     if constexpr (kCols) {
       constexpr int kBlocks = kGC / ColOp::block_cols;
       constexpr bool kPacked = Cfg::in == InType::bf16 && ColOp::had == 0;
-      const int line = kPartedCols ? (u >> 5) * kPartWords + u % kPartWords : u % kLinesPerRow;
-      const int rg = kPartedCols ? (u & 31) / kPartWords : u / kLinesPerRow;
-      const int w = kSplitCols ? line / kColsPerWord : line;  // the column word
-      const int h0 = kSplitCols ? line % kColsPerWord : 0;    // the unit's first column in it
-      const i64 c0 = i0 + static_cast<i64>(rg) * kGC;         // operand column (source row)
+      const ColPlace cp = col_place(u);
+      const int w = cp.w, h0 = cp.h0, rg = cp.rg;      // column word, first column, row group
+      const i64 c0 = i0 + static_cast<i64>(rg) * kGC;  // operand column (source row)
       int n = kGC;
       if (!whole) {
         const i64 left = a.col.cols - c0;
@@ -813,9 +859,13 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
               pass.col.want_max, col_max, nullptr, true, &gc);
           col_store_parted(gc, u, h, i0, j0);
         } else {
-          quantize_group<ColOp, kStats, false, false>(v, kPacked, m, orow, c0, n, a.col,
-                                                      pass.col.s_enc, pass.col.tl, a.seed, a.offset,
-                                                      pass.col.want_max, col_max, nullptr, whole);
+          PreRand pre{};
+          if (kPreRand && pre_ok)
+            pre = PreRand{pre_rand + pre_at * kPreWords + (h - h0) * kCallsPerGroup * kColUnits + u,
+                          kColUnits};
+          quantize_group<ColOp, kStats, false, false>(
+              v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
+              pass.col.want_max, col_max, nullptr, whole, nullptr, pre);
         }
       }
     }
@@ -830,6 +880,8 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
     ahead_at.next();
   }
   Walk at(pass, t0, tstep);
+  if (kPreRand && pre_ok && tid >= Cfg::threads / 2 && t0 < tiles)
+    draw_col_rand(0, tid - Cfg::threads / 2, at.i0(), at.j0());  // before the first barrier
   int stage = 0;
   // Tiles whose units are all whole (inside both operands: no bounds to check, and code rows
   // whose 16-byte stores need no alignment test): tile row < whole_r and column < whole_c.
@@ -875,6 +927,13 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
         } else {
           for_units<kRowUnits, kHalf, kUnrollUnits>(
               tid - kHalf, [&](int u) { row_unit(whole, tile, u, i0, j0); });
+          // The next tile's random words: its transposed units read them after the next barrier;
+          // the other buffer's readers were done before this tile's.
+          if (kPreRand && pre_ok && t + tstep < tiles) {
+            Walk ahead = at;
+            ahead.next();
+            draw_col_rand(pre_at ^ 1, tid - kHalf, ahead.i0(), ahead.j0());
+          }
         }
       } else if constexpr (kRows) {
         for_units<kRowUnits, Cfg::threads, kUnrollUnits>(
@@ -890,6 +949,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
       units(false);
     __syncthreads();  // every thread is done with the slot before it is refilled
     stage = stage + 1 == kStages ? 0 : stage + 1;
+    pre_at ^= 1;
   }
   cp_async_wait<0>();
   if constexpr (kRows) tile_finish<Cfg, RowOp>(a.row, row_max);
