@@ -206,6 +206,16 @@ FP4JIT_DEV void cp_async16(void* smem, const void* gmem, int bytes) {
   for (int i = 0; i < 16; ++i) dst[i] = i < bytes ? src[i] : '\0';
 #endif
 }
+// cp_async16 with L2's 256-byte prefetch hint (nx::cp_async16_shared_l2_256), for 16-byte copies
+// of whole 512-byte runs.
+FP4JIT_DEV void cp_async16_run(void* smem, const void* gmem, int bytes) {
+#if defined(__CUDA_ARCH__)
+  nx::cp_async16_shared_l2_256(static_cast<u32>(__cvta_generic_to_shared(smem)), gmem,
+                               static_cast<u32>(bytes));
+#else
+  cp_async16(smem, gmem, bytes);
+#endif
+}
 FP4JIT_DEV void cp_async_commit() {
 #if defined(__CUDA_ARCH__)
   nx::cp_async_commit_group();
