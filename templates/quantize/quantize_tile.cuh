@@ -759,13 +759,15 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   // half one tile ahead, into shared memory (call j of unit u at [j][u]: 16-byte words of
   // consecutive units side by side), double-buffered between the tiles' barriers. Only where
   // every group's first index is a multiple of a call's elements (the caller's offset and the
-  // operand's row length), else each unit draws its own.
-  constexpr bool kPreRand = kHalves && !kStats && ColOp::round == nx::Round::stochastic &&
-                            ColOp::had != 0 && !packed_pow2<ColOp, Cfg::in>() && !kPartedCols;
-  constexpr int kRandPer = kPreRand ? 128 / ColOp::sr_bits : kGC;  // elements per Philox call
+  // operand's row length), else each unit draws its own; and only for tiles whose words fit 16 KB
+  // a buffer (nvfp4's dY pair: 8 KB).
+  constexpr bool kPreRandOp = kHalves && !kStats && ColOp::round == nx::Round::stochastic &&
+                              ColOp::had != 0 && !packed_pow2<ColOp, Cfg::in>() && !kPartedCols;
+  constexpr int kRandPer = kPreRandOp ? 128 / ColOp::sr_bits : kGC;  // elements per Philox call
   constexpr int kCallsPerGroup = kGC / kRandPer;
-  constexpr int kPreWords = kPreRand ? kColUnits * kUnitCols * kCallsPerGroup : 1;
-  static_assert(!kPreRand || kPreWords * 16 <= 16 * 1024, "random words of a tile: 16 KB at most");
+  constexpr int kPreWordsWanted = kColUnits * kUnitCols * kCallsPerGroup;
+  constexpr bool kPreRand = kPreRandOp && kPreWordsWanted * 16 <= 16 * 1024;
+  constexpr int kPreWords = kPreRand ? kPreWordsWanted : 1;
   __shared__ uint4 pre_rand[2 * kPreWords];
   const bool pre_ok = kPreRand && a.offset % kRandPer == 0 && a.col.cols % kRandPer == 0;
   int pre_at = 0;  // the buffer of the tile being quantized
