@@ -23,6 +23,11 @@ struct OperandOut {
   i64 row_bytes;         // bytes of codes per operand row
   i64 scale_cols;        // scales per scale row
 };
+// Stochastic rounding's index of element (r, c) of operand o: its row-major position plus the
+// caller's offset (QuantizeArgs::offset); the element draws that index's bits (nx::sr_bits).
+FP4JIT_HD u64 sr_index(const OperandOut& o, u64 offset, i64 r, i64 c) {
+  return offset + static_cast<u64>(r * o.cols + c);
+}
 
 // quantize_rows and quantize_tile.
 struct QuantizeArgs {

@@ -195,25 +195,17 @@ FP4JIT_DEV uint4 load16(const void* p, bool streaming) {
 // 16) read from `gmem`, the rest of the 16 zero-filled. A thread's copies since its last
 // cp_async_commit form one group; cp_async_wait<N> returns once at most N of its groups are still
 // in flight (other lanes' copies need a __syncwarp / __syncthreads after that). The host emulator
-// copies at once.
+// copies at once. kPrefetch256: L2's 256-byte prefetch hint (nx::cp_async16_shared), for copies
+// of whole 512-byte runs.
+template <bool kPrefetch256 = false>
 FP4JIT_DEV void cp_async16(void* smem, const void* gmem, int bytes) {
 #if defined(__CUDA_ARCH__)
-  nx::cp_async16_shared(static_cast<u32>(__cvta_generic_to_shared(smem)), gmem,
-                        static_cast<u32>(bytes));
+  nx::cp_async16_shared<kPrefetch256>(static_cast<u32>(__cvta_generic_to_shared(smem)), gmem,
+                                      static_cast<u32>(bytes));
 #else
   const char* src = static_cast<const char*>(gmem);
   char* dst = static_cast<char*>(smem);
   for (int i = 0; i < 16; ++i) dst[i] = i < bytes ? src[i] : '\0';
-#endif
-}
-// cp_async16 with L2's 256-byte prefetch hint (nx::cp_async16_shared_l2_256), for 16-byte copies
-// of whole 512-byte runs.
-FP4JIT_DEV void cp_async16_run(void* smem, const void* gmem, int bytes) {
-#if defined(__CUDA_ARCH__)
-  nx::cp_async16_shared_l2_256(static_cast<u32>(__cvta_generic_to_shared(smem)), gmem,
-                               static_cast<u32>(bytes));
-#else
-  cp_async16(smem, gmem, bytes);
 #endif
 }
 FP4JIT_DEV void cp_async_commit() {

@@ -595,7 +595,7 @@ FP4JIT_DEV void quantize_group(float (&v)[group_size<Op>()], bool stats_given,
   }
   if constexpr (!kStats) {
     u32 rb[kG];
-    group_rbits<Op, kG>(seed, offset + static_cast<u64>(r * o.cols + c0), rb, pre);
+    group_rbits<Op, kG>(seed, sr_index(o, offset, r, c0), rb, pre);
     u32 words[kG / 8];
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {

@@ -187,7 +187,7 @@ FP4JIT_DEV void rows_groups(const QuantizeArgs& a) {
       const char* src = row + (c_item + lane * kPerLoad) * kEsz;
 #pragma unroll
       for (int j = 0; j < kLoads; ++j)
-        cp_async16_run(slot + ring_slot<kLoads>(j * 32 + lane), src + 512 * j, 16);
+        cp_async16<true>(slot + ring_slot<kLoads>(j * 32 + lane), src + 512 * j, 16);
       return;
     }
 #pragma unroll

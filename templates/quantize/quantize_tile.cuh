@@ -771,23 +771,26 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
   __shared__ uint4 pre_rand[2 * kPreWords];
   const bool pre_ok = kPreRand && a.offset % kRandPer == 0 && a.col.cols % kRandPer == 0;
   int pre_at = 0;  // the buffer of the tile being quantized
+  // Buffer buf's first call of unit u's column hh (its later calls kColUnits words apart).
+  const auto pre_slot = [&](int buf, int u, int hh) {
+    return pre_rand + buf * kPreWords + hh * kCallsPerGroup * kColUnits + u;
+  };
   // The row-wise half's thread `first` draws for the units first, first + threads / 2, ... of the
   // tile at (i0, j0), into buffer `buf`.
   const auto draw_col_rand = [&](int buf, int first, i64 i0, i64 j0) {
     if constexpr (kPreRand) {
-      uint4* dst = pre_rand + buf * kPreWords;
       for_units<kColUnits, Cfg::threads / 2, false>(first, [&](int u) {
         const ColPlace cp = col_place(u);
         const i64 c0 = i0 + static_cast<i64>(cp.rg) * kGC;
 #pragma unroll
         for (int hh = 0; hh < kUnitCols; ++hh) {
           const i64 orow = j0 + static_cast<i64>(cp.w) * kColsPerWord + cp.h0 + hh;
-          const u64 block = (a.offset + static_cast<u64>(orow * a.col.cols + c0)) / kRandPer;
+          const u64 block = sr_index(a.col, a.offset, orow, c0) / kRandPer;
+          uint4* dst = pre_slot(buf, u, hh);
 #pragma unroll
           for (int c = 0; c < kCallsPerGroup; ++c) {
             const nx::U32x4 r = nx::sr_block(a.seed, block + c);
-            dst[(hh * kCallsPerGroup + c) * kColUnits + u] =
-                make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+            dst[c * kColUnits] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
           }
         }
       });
@@ -862,9 +865,7 @@ FP4JIT_DEV void tile_raw(const QuantizeArgs& a) {
           col_store_parted(gc, u, h, i0, j0);
         } else {
           PreRand pre{};
-          if (kPreRand && pre_ok)
-            pre = PreRand{pre_rand + pre_at * kPreWords + (h - h0) * kCallsPerGroup * kColUnits + u,
-                          kColUnits};
+          if (kPreRand && pre_ok) pre = PreRand{pre_slot(pre_at, u, h - h0), kColUnits};
           quantize_group<ColOp, kStats, false, false>(
               v, kPacked, m, orow, c0, n, a.col, pass.col.s_enc, pass.col.tl, a.seed, a.offset,
               pass.col.want_max, col_max, nullptr, whole, nullptr, pre);

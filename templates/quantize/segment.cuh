@@ -270,7 +270,7 @@ FP4JIT_DEV void quantize_segment(const float (&v)[kVec], const u32 (&stat)[sub_b
             block_scale<Op>(o.stats[block_index<Op>(r, c0 + s * kPer, o.scale_cols)], s_enc);
   }
   u32 code[kVec];
-  const u64 i0 = offset + static_cast<u64>(r * o.cols + c0);
+  const u64 i0 = sr_index(o, offset, r, c0);
   encode_vec<Op>(v, sc, seed, i0, code);
   if (!valid) return;
   if (codes_to != nullptr) {
