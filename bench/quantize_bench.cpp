@@ -8,10 +8,14 @@
 //       device-to-device copy bandwidth (bytes read + written), and the bytes the kernels
 //       actually move (stats and OCC passes re-read the input). Two-level presets also with the
 //       amax given (QuantizeArgs::amax, delayed scaling: one pass), rows named "... amax".
-//       Two timings per row: each call alone (events around it after a spinning lead kernel,
+//       Three timings per row: each call alone (events around it after a spinning lead kernel,
 //       cuda::GpuTimer, so the GPU time is measured without the host's planning and enqueueing;
-//       the host's time is printed beside it), and the same calls back to back (events between
-//       them, as a training step enqueues its work).
+//       the host's time is printed beside it); the same calls back to back with an event between
+//       each two (the median interval); and in a row: runs of calls enqueued back to back with
+//       nothing between them, one event pair around each run after the lead (the run's time
+//       over its calls, median of 5 runs), as a training step enqueues its work. An event
+//       recorded between two kernels costs the stream about 1.5 us on an H100
+//       (bench/event_cost.cu), 3 % of a 50 us call: the in-a-row figure leaves it out.
 //       --amax-out: which calls also write the input's amax (QuantizedView::amax): `needed` (the
 //       default) those of two-level operands, whose amax a delayed-scaling step records for the
 //       next one (and which the "amax" rows take from the first rows' output), none for the
@@ -126,6 +130,9 @@ struct Row {
   // The same calls enqueued back to back (no synchronization between them): the median interval
   // between consecutive events, i.e. the device's time per call when the host keeps ahead.
   double stream_ms, stream_gbps, stream_ratio;
+  // Runs of calls with nothing between them (one event pair around each run, after the lead):
+  // the median over runs of the run's time per call.
+  double row_ms, row_gbps, row_ratio;
 };
 
 int run_bench(const std::vector<std::string>& args) {
@@ -165,7 +172,8 @@ int run_bench(const std::vector<std::string>& args) {
   std::vector<Row> rows;
   const std::int64_t max_n = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<std::uint16_t> host = random_bf16(static_cast<std::size_t>(max_n * max_n));
-  cuda::GpuTimer timer(d);  // one call's GPU time, the host's enqueueing hidden
+  cuda::GpuTimer timer(d);      // one call's GPU time, the host's enqueueing hidden
+  cuda::GpuTimer run_timer(d);  // a run of calls in a row (its own lead: a run's enqueue is longer)
   for (const std::int64_t n : sizes) {
     const std::size_t in_bytes = static_cast<std::size_t>(n * n * 2);
     const int buffers =
@@ -245,6 +253,16 @@ int run_bench(const std::vector<std::string>& args) {
             if (i >= 3) series.mark(i - 2);
           }
           const double stream_med = median(series.intervals_ms());
+          // In a row: kRuns runs of `reps` calls, nothing recorded between the calls of a run.
+          constexpr int kRuns = 5;
+          std::vector<double> run_ms;
+          for (int r = 0; r < kRuns; ++r) {
+            const int first = 3 + r * reps;
+            run_ms.push_back(run_timer.ms([&] {
+              for (int i = 0; i < reps; ++i) call(first + i);
+            }) / reps);
+          }
+          const double row_med = median(run_ms);
           const double med = median(ms);
           const std::int64_t bytes = static_cast<std::int64_t>(in_bytes) + out[0].bytes(lr) +
                                      (m.pair ? out_t[0].bytes(lc) : 0);
@@ -272,21 +290,25 @@ int run_bench(const std::vector<std::string>& args) {
                 median(host_us),
                 stream_med,
                 bytes / (stream_med * 1e-3) / 1e9,
+                0.0,
+                row_med,
+                bytes / (row_med * 1e-3) / 1e9,
                 0.0};
           r.copy_ratio = r.effective_gbps / copy_gbps;
           r.stream_ratio = r.stream_gbps / copy_gbps;
+          r.row_ratio = r.row_gbps / copy_gbps;
           rows.push_back(r);
           fmt::print(
               "{:<9} {:<12} {:>6}  {:8.3f} ms  {:7.1f} GB/s  {:5.1f}% of copy  (kernels move "
               "{:7.1f} "
               "GB/s, {} passes' bytes {:.2f}x; host {:.1f} us per call); back to back "
-              "{:.3f} ms = {:5.1f}% of copy\n",
+              "{:.3f} ms = {:5.1f}% of copy; in a row {:.3f} ms = {:5.1f}% of copy\n",
               r.preset, r.mode, n, med, r.effective_gbps, 100 * r.copy_ratio, r.actual_gbps,
               std::count_if(
                   plan.begin(), plan.end(),
                   [](const cuda::Step& s) { return std::holds_alternative<cuda::Launch>(s); }),
               static_cast<double>(moved) / static_cast<double>(bytes), r.host_us, r.stream_ms,
-              100 * r.stream_ratio);
+              100 * r.stream_ratio, r.row_ms, 100 * r.row_ratio);
         }
       }
     }
@@ -303,10 +325,11 @@ int run_bench(const std::vector<std::string>& args) {
           "\"effective_GBps\": {:.1f}, "
           "\"copy_ratio\": {:.4f}, \"bytes\": {}, \"kernel_bytes\": {}, \"kernel_GBps\": "
           "{:.1f}, \"host_us\": {:.1f}, \"stream_ms\": {:.5f}, \"stream_GBps\": {:.1f}, "
-          "\"stream_copy_ratio\": {:.4f}}}{}\n",
+          "\"stream_copy_ratio\": {:.4f}, \"in_a_row_ms\": {:.5f}, \"in_a_row_GBps\": {:.1f}, "
+          "\"in_a_row_copy_ratio\": {:.4f}}}{}\n",
           r.preset, r.mode, r.n, r.ms, r.effective_gbps, r.copy_ratio, r.bytes, r.actual_bytes,
-          r.actual_gbps, r.host_us, r.stream_ms, r.stream_gbps, r.stream_ratio,
-          i + 1 < rows.size() ? "," : "");
+          r.actual_gbps, r.host_us, r.stream_ms, r.stream_gbps, r.stream_ratio, r.row_ms,
+          r.row_gbps, r.row_ratio, i + 1 < rows.size() ? "," : "");
     }
     f << " ]\n}\n";
   }
