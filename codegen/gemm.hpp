@@ -60,6 +60,10 @@ struct GemmSm90Config {
   // and sum their partials in distributed shared memory instead of a global workspace (also the
   // direct kernel's).
   bool cluster_split = false;
+  // Swapped kernel, stream-K (templates/gemm/sm90/scheduler.cuh, StreamScheduler): the tiles'
+  // segments cut into equal runs, one per CTA of a full grid, a tile's pieces summed through the
+  // workspace (the choice's splits: the most pieces a tile has); not with cluster_split.
+  bool stream_k = false;
   // The direct small-M kernel (templates/gemm/sm90/direct.cuh, mx): one launch from both packed
   // operands, A expanded by the CTA's producer warpgroup into a ring of packed_stages stages, B
   // copied by each consumer thread into a ring of exp_stages stages and expanded into registers;
@@ -67,7 +71,7 @@ struct GemmSm90Config {
   bool direct = false;
   // fused "bn=128,ps=7,es=4,rg=8m,il=0"; staged "sg=1,bn=256,ps=4,rg=8m" (",pp=4" when the
   // period is not 1, ",cm=2" for clusters of two, ",ts=1" for TMA stores of D); swapped
-  // "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1" with cluster split-K); direct
+  // "sw=1,bn=128,ps=7,rg=8m,pp=4" (",cs=1" with cluster split-K, ",ks=1" with stream-K); direct
   // "dk=1,bn=128,ps=4,es=8,rg=8m,pp=2" (",cs=1" likewise)
   std::string text() const;
   void validate(const GemmSpec& spec) const;  // throws Error(invalid_argument)
@@ -121,6 +125,14 @@ std::int64_t swap_max_rows(GemmPath path);
 // only where the tiles fill less than half of the SMs, two splits in clusters (cluster_split;
 // the tuner also tries clusters of up to kMaxClusterSplits).
 GemmChoice choose_sm90_swap(const GemmSpec& spec, std::int64_t m, int sm_count);
+// Stream-K's grid and splits for `tiles` tiles of `k_units` units (segments) each: a CTA per SM
+// (at most one per unit), and the most pieces the CTAs' equal runs cut a tile into (the same
+// integer cuts as StreamScheduler).
+struct StreamK {
+  int grid;
+  int splits;
+};
+StreamK sm90_stream_k(std::int64_t tiles, std::int64_t k_units, int sm_count);
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 // The direct kernel's launch for M rows (mx): tiles of 64 rows of A up to 64 rows, and up to 128
 // where 128-row tiles would fill less than half of the SMs, else 128 (x 128 rows of B); K split

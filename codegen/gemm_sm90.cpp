@@ -45,8 +45,9 @@ std::string GemmSm90Config::text() const {
                        raster_group, raster_along_m ? "m" : "n", period,
                        cluster_split ? ",cs=1" : "");
   if (swap)
-    return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}", block_n, packed_stages, raster_group,
-                       raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "");
+    return fmt::format("sw=1,bn={},ps={},rg={}{},pp={}{}{}", block_n, packed_stages, raster_group,
+                       raster_along_m ? "m" : "n", period, cluster_split ? ",cs=1" : "",
+                       stream_k ? ",ks=1" : "");
   if (staged)
     return fmt::format("sg=1,bn={},ps={},rg={}{}{}{}{}", block_n, packed_stages, raster_group,
                        raster_along_m ? "m" : "n",
@@ -67,6 +68,11 @@ void GemmSm90Config::validate(const GemmSpec& spec) const {
     fail(ErrorKind::invalid_argument,
          "gemm_sm90 config {}: cs (split-K in clusters) applies to the swapped (sw=1) and direct "
          "(dk=1) kernels only",
+         text());
+  if (stream_k && (!swap || cluster_split))
+    fail(ErrorKind::invalid_argument,
+         "gemm_sm90 config {}: ks (stream-K) applies to the swapped kernel (sw=1) without split-K "
+         "in clusters (cs=1)",
          text());
   if (direct) {
     if (spec.path != GemmPath::mx)
@@ -367,8 +373,9 @@ KernelSource gemm_sm90_kernel(const GemmSpec& spec, const GemmSm90Config& config
     members = fmt::format(
         "  static constexpr int kBBlockRows = {};\n"
         "  static constexpr int kPeriod = {};\n"
-        "  static constexpr bool kSplitCluster = {};\n",
-        spec.b_block_rows, config.period, config.cluster_split);
+        "  static constexpr bool kSplitCluster = {};\n"
+        "  static constexpr bool kStreamK = {};\n",
+        spec.b_block_rows, config.period, config.cluster_split, config.stream_k);
     header = "gemm/sm90/swap.cuh", function = "gemm_swap_kernel";
   } else if (config.staged) {
     members = fmt::format(

@@ -85,6 +85,8 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
       c.sm90.tma_store = v != 0;
     } else if (key == "cs" && !sm100) {
       c.sm90.cluster_split = v != 0;
+    } else if (key == "ks" && !sm100) {
+      c.sm90.stream_k = v != 0;
     } else if (key == "il" && !sm100) {
       c.sm90.nv_interleave = v != 0;
     } else if (key == "sk" && !sm100) {
@@ -103,6 +105,14 @@ codegen::GemmChoice parse_gemm_choice(const std::string& text, const codegen::Ge
   }
   c.sm90.validate(spec);
   const int units = sm90_split_units(spec, c.sm90);
+  if (c.sm90.stream_k) {
+    // The splits follow from the grid's runs (any sk given is replaced).
+    const codegen::StreamK sk = codegen::sm90_stream_k(
+        codegen::sm90_swap_tiles(m, spec.n, c.sm90.block_n), units, sm_count);
+    c.splits = sk.splits;
+    c.grid = sk.grid;
+    return c;
+  }
   if (c.splits < 1 || c.splits > units)
     fail(ErrorKind::invalid_argument, "GEMM choice '{}': split-K {} must lie in 1..{} (K tiles{})",
          text, c.splits, units, units != sm90_k_tiles(spec) ? ", in segments" : "");

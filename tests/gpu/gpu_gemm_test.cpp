@@ -144,6 +144,16 @@ std::vector<GemmCase> gemm_cases() {
       // Split-K in clusters (cs=1): 3 splits of a ragged K (rows of the pass split 21 / 21 / 22),
       // 8 splits, and clusters of two walking several tiles each (256 tiles on at most 66
       // resident clusters: the reduction barriers' phases carry over from tile to tile).
+      // Stream-K (ks=1): the grid's equal runs of segments cut tiles into pieces summed through
+      // the workspace: 64 tiles x 16 segments on every SM, a ragged N and K ending inside a K
+      // tile (pieces of uneven length), more pieces a tile than K splits ever had (4 segments
+      // on 2 tiles: a CTA per segment), a stress case that takes the fallback.
+      for (const auto& [choice, shape] :
+           {std::pair{"sw=1,bn=64,ps=6,rg=8m,pp=2,ks=1", GemmShape{128, 4096, 4096}},
+            std::pair{"sw=1,bn=128,ps=4,rg=8n,pp=1,ks=1", GemmShape{129, 8192, 1056}},
+            std::pair{"sw=1,bn=128,ps=4,rg=8m,pp=2,ks=1", GemmShape{100, 256, 512}}})
+        out.push_back({recipe, op.value, shape, choice, false});
+      out.push_back({recipe, op.value, {64, 384, 1024}, "sw=1,bn=64,ps=6,rg=8m,pp=2,ks=1", true});
       for (const auto& [choice, shape] :
            {std::pair{"sw=1,bn=64,ps=6,rg=8m,pp=2,cs=1,sk=3", GemmShape{200, 1000, 1440}},
             std::pair{"sw=1,bn=128,ps=4,rg=8m,pp=1,cs=1,sk=8", GemmShape{100, 1000, 4096}},

@@ -83,6 +83,12 @@ std::vector<KernelSource> spread(const Recipe& r, GemmOp op, const GemmShape& s,
         out.push_back(codegen::gemm_sm90_kernel(spec, sw, arch));
         out.push_back(codegen::gemm_sm90_expand_kernel(spec, false, period, arch, true));
       }
+    // ... and with stream-K (the 128-row tile; its expansion is the heuristic's).
+    if (spec.path == GemmPath::mx || spec.path == GemmPath::nv) {
+      codegen::GemmSm90Config st = codegen::default_sm90_swap_config(spec, 128);
+      st.stream_k = true;
+      out.push_back(codegen::gemm_sm90_kernel(spec, st, arch));
+    }
     // The direct small-M kernel (mx): both tiles of A's rows, and promotion every K tile and every
     // 4th with split-K in clusters and other ring depths.
     if (spec.path == GemmPath::mx) {

@@ -293,6 +293,47 @@ TEST(GemmStubs, SwappedKernelSplitsKInClusters) {
           "applies to the swapped (sw=1) and direct (dk=1) kernels only");
 }
 
+TEST(GemmStubs, SwappedKernelStreamK) {
+  const Recipe mxfp4 = parse_recipe("mxfp4");
+  const codegen::GemmSpec mx =
+      codegen::gemm_spec(mxfp4, GemmOp::fprop, 13824, 5120, DType::bf16, "sm_90a");
+  // 128 x 13824 x 5120: 108 tiles of 20 segments (2 K tiles each) on 132 SMs, runs of 16-17
+  // segments: a CTA per SM, a tile cut into at most 3 pieces (the workspace's slots per tile);
+  // any sk given is replaced by that.
+  const codegen::GemmChoice c =
+      cuda::parse_gemm_choice("sw=1,bn=128,ps=6,rg=8m,pp=2,ks=1,sk=5", mx, 128, 132, "sm_90a");
+  EXPECT_TRUE(c.sm90.stream_k);
+  EXPECT_EQ(c.grid, 132);
+  EXPECT_EQ(c.splits, 3);
+  EXPECT_EQ(c.splits, codegen::sm90_stream_k(108, 20, 132).splits);
+  const std::string text = cuda::gemm_choice_text(c, "sm_90a");
+  EXPECT_EQ(text, "sw=1,bn=128,ps=6,rg=8m,pp=2,ks=1,sk=3");
+  EXPECT_EQ(cuda::gemm_choice_text(cuda::parse_gemm_choice(text, mx, 128, 132, "sm_90a"), "sm_90a"),
+            text);
+  const std::vector<KernelSource> ks = codegen::gemm_kernels(mx, c, 128, 132, "sm_90a");
+  EXPECT_NE(ks[0].source().find("kStreamK = true;"), std::string::npos) << ks[0].source();
+  EXPECT_EQ(
+      codegen::gemm_kernels(mx, codegen::choose_gemm(mx, 128, 132, "sm_90a"), 128, 132, "sm_90a")[0]
+          .source()
+          .find("kStreamK = true;"),
+      std::string::npos);
+  // The plan: a workspace slot per piece of every tile, and its tile counters.
+  const cuda::GemmPlan plan =
+      cuda::plan_gemm(mxfp4, GemmOp::fprop, {128, 13824, 5120}, DType::bf16, {"sm_90a", 132}, &c);
+  EXPECT_EQ(plan.tiles, 108);
+  EXPECT_EQ(plan.workspace_floats, 108 * 3 * 128 * 128);
+  // Fewer segments than SMs: one CTA per segment (128 x 256 x 512, 2 tiles of 2 segments).
+  const codegen::GemmSpec small =
+      codegen::gemm_spec(mxfp4, GemmOp::fprop, 256, 512, DType::bf16, "sm_90a");
+  const codegen::GemmChoice few =
+      cuda::parse_gemm_choice("sw=1,bn=128,ps=6,rg=8m,pp=2,ks=1", small, 128, 132, "sm_90a");
+  EXPECT_EQ(few.grid, 4);
+  EXPECT_EQ(few.splits, 2);
+  rejects("sw=1,bn=128,ps=6,rg=8m,pp=2,cs=1,ks=1,sk=2", mx,
+          "ks (stream-K) applies to the swapped kernel (sw=1) without split-K in clusters");
+  rejects("sg=1,bn=192,ps=4,rg=8m,pp=4,ks=1,sk=1", mx, "ks (stream-K) applies to the swapped");
+}
+
 TEST(GemmStubs, DirectKernelForFewRowsOfMx) {
   // Its choice: tiles of 64 rows of A up to 128 rows where 128-row tiles would fill less than
   // half of the SMs (N = 4096: 32 tiles), else 128; split-K over segments to fill the SMs once

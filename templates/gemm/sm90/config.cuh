@@ -65,6 +65,10 @@ struct GemmConfigBase {
   // Swapped kernel: split-K across the CTAs of a cluster (one per split, launched in clusters of
   // GemmParams::splits), partial sums summed through distributed shared memory (swap.cuh).
   static constexpr bool kSplitCluster = false;
+  // Swapped kernel: stream-K (scheduler.cuh's StreamScheduler) instead of tiles x equal splits:
+  // the grid's CTAs take equal runs of the tiles' segments; GemmParams::splits bounds the pieces
+  // of a tile (its workspace slots). Not with kSplitCluster.
+  static constexpr bool kStreamK = false;
   // Staged kernel: D leaves through shared memory and TMA stores (staged_geometry.cuh's epilogue
   // buffer), the store overlapping the warpgroup's next tile; GemmParams::tma_store = 0 (D not
   // TMA-addressable) takes the register stores instead.

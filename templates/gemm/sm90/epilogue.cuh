@@ -7,9 +7,10 @@
 // Fragment element j = v0 + 2 v1 + 4 v2: row g + 8 v1, column 8 v2 + 2 tig + v0. Rows >= M and
 // columns >= N (ragged edges) are not stored.
 //
-// Split-K (splits > 1): every split stores its raw fragment into the workspace (fragment order,
-// coalesced float4), then bumps the tile's counter; the split that arrives last sums all splits in
-// split order (deterministic), runs the epilogue and resets the counter.
+// Split-K (a tile of several splits, WorkUnit::count; GemmParams::splits bounds it: the workspace
+// holds that many slots per tile): every split stores its raw fragment into the workspace
+// (fragment order, coalesced float4), then bumps the tile's counter; the split that arrives last
+// sums all splits in split order (deterministic), runs the epilogue and resets the counter.
 #pragma once
 #include "gemm/epilogue_io.cuh"
 #include "gemm/sm90/consumer.cuh"
@@ -393,7 +394,7 @@ __device__ __forceinline__ void epilogue_store_tma(const GemmParams& p, const Wo
 template <class T>
 __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUnit& w,
                                               unsigned* flag, float (&acc)[T::kAccum]) {
-  if (p.splits == 1) return true;
+  if (w.count == 1) return true;
   const int ctid = threadIdx.x - T::kTransformThreads;
   constexpr int kVec = T::kAccum / 4;
   const long long tile_base = static_cast<long long>(w.tile) * p.splits;
@@ -406,7 +407,7 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
   if (ctid == 0) {
     fence_acq_rel_gpu();  // the CTA's partial sums (ordered before it by the barrier) are released
     const int old = atomicAdd(p.counters + w.tile, 1);
-    const bool last = old == p.splits - 1;
+    const bool last = old == w.count - 1;
     if (last) fence_acq_rel_gpu();  // acquires the other splits' sums for the whole CTA
     if (last) p.counters[w.tile] = 0;
     *flag = last ? 1u : 0u;
@@ -417,7 +418,7 @@ __device__ __forceinline__ bool splitk_reduce(const GemmParams& p, const WorkUni
   if (!last) return false;               // thread 0's acquire and the barrier order the reads below
 #pragma unroll
   for (int i = 0; i < T::kAccum; ++i) acc[i] = 0.0f;
-  for (int s = 0; s < p.splits; ++s) {
+  for (int s = 0; s < w.count; ++s) {
 #pragma unroll
     for (int q = 0; q < kVec; ++q) {
       const float4 v = __ldcg(&ws[((tile_base + s) * kVec + q) * T::kConsumers + ctid]);

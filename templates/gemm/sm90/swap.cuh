@@ -473,9 +473,18 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
   if constexpr (Cfg::kSplitCluster) cluster_sync();
 
   // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
-  using Sched = TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>;
+  static_assert(!(Cfg::kStreamK && Cfg::kSplitCluster), "stream-K sums through the workspace");
+  using Sched = typename PickScheduler<
+      Cfg::kStreamK, StreamScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>,
+      TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>>::type;
   const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
-  const Sched sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
+  const Sched sched = [&] {
+    if constexpr (Cfg::kStreamK)
+      return Sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), static_cast<int>(gridDim.x),
+                   static_cast<int>(blockIdx.x));
+    else
+      return Sched(p.M, p.N, staged_k_units(k_tiles, T::kPeriod), p.splits);
+  }();
   const auto k_range = [&](WorkUnit& w) { segments_to_k_tiles(w, T::kPeriod, k_tiles); };
   const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
   RingSlot<T::kStages> pos;
