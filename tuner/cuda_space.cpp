@@ -167,6 +167,17 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
         base.packed_stages = stages + depth;
         small_m_splits(base, tiles, hs);
       }
+      // Stream-K: the grid's equal runs of segments (its splits follow from them).
+      if (tiles < sm_count) {
+        codegen::GemmChoice c = h;
+        c.sm90 = codegen::default_sm90_swap_config(spec, bt);
+        c.sm90.stream_k = true;
+        const codegen::StreamK sk =
+            codegen::sm90_stream_k(tiles, cuda::sm90_split_units(spec, c.sm90), sm_count);
+        c.splits = sk.splits;
+        c.grid = sk.grid;
+        consider(c);
+      }
     }
   }
   // The direct small-M kernel (mx): tiles of 64 or 128 rows of A, ring depths of A and B,

@@ -320,6 +320,14 @@ TEST(CudaSpace, SmallMGetsSplitKCandidatesAndChoicesRoundTrip) {
   }
   EXPECT_GE(swaps.size(), 6u);
   EXPECT_TRUE(swaps.count({128, 1}) == 1 && swaps.count({64, 4}) == 1);
+  // Stream-K for each tile of A's rows (its splits from the grid's runs).
+  std::set<int> streams;
+  for (const auto& c : small)
+    if (c.choice.sm90.stream_k) {
+      streams.insert(c.choice.sm90.block_n);
+      EXPECT_EQ(c.choice.grid, 132) << c.candidate.config;
+    }
+  EXPECT_EQ(streams, (std::set<int>{64, 128}));
   // Split-K in clusters next to the global hand-off: 2, 3, 4, 6 and 8 splits of 64-row tiles.
   for (int splits : {2, 3, 4, 6, 8}) EXPECT_EQ(clusters.count({64, splits}), 1u) << splits;
   EXPECT_TRUE(
