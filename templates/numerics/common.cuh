@@ -43,6 +43,16 @@ namespace fp4jit::nx {
 
 constexpr float kFloatMax = 3.40282346638528859812e+38f;
 
+// A if kFirst, else B (std::conditional_t without the standard headers NVRTC lacks).
+template <bool kFirst, class A, class B>
+struct Pick {
+  using type = A;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  using type = B;
+};
+
 FP4JIT_HD u32 float_bits(float x) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(x);

@@ -80,15 +80,7 @@ FP4JIT_DEV u32 shfl_xor(u32 v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 
-// A if kFirst, else B (std::conditional_t without the standard headers NVRTC lacks).
-template <bool kFirst, class A, class B>
-struct Pick {
-  using type = A;
-};
-template <class A, class B>
-struct Pick<false, A, B> {
-  using type = B;
-};
+using nx::Pick;
 
 // v (>= 0) as int, capped at 2^31 - 1: a bound that no 32-bit tile index reaches.
 FP4JIT_DEV int bound32(i64 v) {

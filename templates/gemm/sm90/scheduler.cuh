@@ -7,6 +7,7 @@
 // consecutive tiles walk the grouped dimension first, so the CTAs running at the same time share
 // one operand tile of the other dimension and a few of the grouped one (L2 reuse).
 #pragma once
+#include "numerics/common.cuh"
 
 namespace fp4jit::sm90 {
 
@@ -108,16 +109,6 @@ struct StreamScheduler {
     tile_origin<BLOCK_M, BLOCK_N, kGroup, kAlongM>(tiles_m, tiles_n, w.tile, w.m0, w.n0);
     return w;
   }
-};
-
-// A if kStream, else B (NVRTC has no <type_traits>).
-template <bool kStream, class A, class B>
-struct PickScheduler {
-  using type = B;
-};
-template <class A, class B>
-struct PickScheduler<true, A, B> {
-  using type = A;
 };
 
 // Units whose K range counts promotion segments of `period` K tiles (the staged and swapped

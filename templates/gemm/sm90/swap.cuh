@@ -474,7 +474,7 @@ __global__ void __launch_bounds__(SwapTraits<Cfg>::kThreads, 1)
 
   // Tiles: BLOCK_T rows of A (M) x 128 rows of B (N); split-K over whole segments.
   static_assert(!(Cfg::kStreamK && Cfg::kSplitCluster), "stream-K sums through the workspace");
-  using Sched = typename PickScheduler<
+  using Sched = typename nx::Pick<
       Cfg::kStreamK, StreamScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>,
       TileScheduler<T::BLOCK_T, T::BLOCK_W, Cfg::kRasterGroup, Cfg::kRasterAlongM>>::type;
   const int k_tiles = (p.K + T::BLOCK_K - 1) / T::BLOCK_K;
