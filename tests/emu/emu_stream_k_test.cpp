@@ -52,7 +52,9 @@ void check_schedule(int M, int N, int k_units, int sm_count) {
       ASSERT_LE(w.kt_end, k_units);
       ASSERT_GE(w.tile, 0);
       ASSERT_LT(w.tile, tiles);
-      if (last_tile >= 0) ASSERT_EQ(w.tile, last_tile + 1) << "CTA " << b << ": tiles in order";
+      if (last_tile >= 0) {
+        ASSERT_EQ(w.tile, last_tile + 1) << "CTA " << b << ": tiles in order";
+      }
       last_tile = w.tile;
       const sm90::WorkUnit r = reference.unit(w.tile);
       EXPECT_EQ(w.m0, r.m0) << "tile " << w.tile;
@@ -79,7 +81,9 @@ void check_schedule(int M, int N, int k_units, int sm_count) {
       EXPECT_EQ(p.split, i) << "tile " << tile;
       EXPECT_EQ(p.count, count) << "tile " << tile;
       // Split order is K order (splitk_reduce sums the splits in it).
-      if (i > 0) EXPECT_EQ(p.begin, pieces[static_cast<std::size_t>(i - 1)].end) << "tile " << tile;
+      if (i > 0) {
+        EXPECT_EQ(p.begin, pieces[static_cast<std::size_t>(i - 1)].end) << "tile " << tile;
+      }
     }
     EXPECT_EQ(pieces.front().begin, 0);
     EXPECT_EQ(pieces.back().end, k_units);
