@@ -157,12 +157,12 @@ int sm90_swap_grid(std::int64_t tiles, int splits, bool cluster_split, int sm_co
 StreamK sm90_stream_k(std::int64_t tiles, std::int64_t k_units, int sm_count) {
   const std::int64_t total = std::max<std::int64_t>(tiles * k_units, 1);
   const std::int64_t ctas = std::min<std::int64_t>(std::max(sm_count, 1), total);
-  // CTA b runs units [b * total / ctas, (b + 1) * total / ctas); the CTA of unit s is
-  // ((s + 1) * ctas - 1) / total (scheduler.cuh).
-  const auto cta_of = [&](std::int64_t s) { return ((s + 1) * ctas - 1) / total; };
+  // The kernel's cuts (templates/gemm/sm90/heuristic.cuh): tile t's pieces are the runs from
+  // its first unit's to its last unit's.
+  const auto cta_of = [&](std::int64_t s) { return sm90::stream_k_run_of(s, total, ctas); };
   std::int64_t most = 1;
   for (std::int64_t t = 0; t < tiles; ++t)
-    most = std::max(most, cta_of((t + 1) * k_units - 1) - cta_of(t * k_units) + 1);
+    most = std::max<std::int64_t>(most, cta_of((t + 1) * k_units - 1) - cta_of(t * k_units) + 1);
   return StreamK{static_cast<int>(ctas), static_cast<int>(most)};
 }
 

@@ -42,12 +42,16 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
   const std::string h_text = cuda::gemm_choice_text(h, target);
   out.push_back({h, Candidate{h_text, true}});
   seen.insert(h_text);
+  // A candidate is what its text parses to, under the parsed choice's own text (the parser
+  // derives what follows from the rest, e.g. stream-K's splits and grid).
   const auto consider = [&](const codegen::GemmChoice& c) {
     const std::string text = cuda::gemm_choice_text(c, target);
     if (!seen.insert(text).second) return;
     try {
-      out.push_back(
-          {cuda::parse_gemm_choice(text, spec, m, sm_count, target), Candidate{text, false}});
+      const codegen::GemmChoice parsed = cuda::parse_gemm_choice(text, spec, m, sm_count, target);
+      const std::string own = cuda::gemm_choice_text(parsed, target);
+      if (own != text && !seen.insert(own).second) return;
+      out.push_back({parsed, Candidate{own, false}});
     } catch (const Error& e) {
       if (pruned != nullptr) pruned->push_back(pruned_candidate(text, false, e.what()));
     }
@@ -172,10 +176,6 @@ std::vector<CudaGemmCandidate> cuda_gemm_space(const codegen::GemmSpec& spec, st
         codegen::GemmChoice c = h;
         c.sm90 = codegen::default_sm90_swap_config(spec, bt);
         c.sm90.stream_k = true;
-        const codegen::StreamK sk =
-            codegen::sm90_stream_k(tiles, cuda::sm90_split_units(spec, c.sm90), sm_count);
-        c.splits = sk.splits;
-        c.grid = sk.grid;
         consider(c);
       }
     }

@@ -51,6 +51,17 @@ FP4JIT_GEMM_CONSTEXPR int split_k(long long tiles, int k_tiles, int sms) {
   return splits < 1 ? 1 : static_cast<int>(splits);
 }
 
+// Stream-K's cuts, for the kernel's scheduler (scheduler.cuh, StreamScheduler) and the host's grid
+// and workspace (codegen::sm90_stream_k) alike: the `total` K units of all tiles in one sequence,
+// cut into `ctas` runs of equal length (to one unit); run b starts at unit b * total / ctas, and
+// unit s lies in run ((s + 1) * ctas - 1) / total (the largest b whose run starts at or before s).
+FP4JIT_GEMM_CONSTEXPR long long stream_k_run_start(long long b, long long total, long long ctas) {
+  return b * total / ctas;
+}
+FP4JIT_GEMM_CONSTEXPR long long stream_k_run_of(long long s, long long total, long long ctas) {
+  return ((s + 1) * ctas - 1) / total;
+}
+
 // staged: the staged kernel (staged.cuh); split: whether split-K may be chosen (the fallback of the
 // staged and swapped paths runs unsplit: it needs no tile counters).
 FP4JIT_GEMM_CONSTEXPR GemmChoice choose_gemm(ScaleKind kind, int M, int N, int K, int sms,

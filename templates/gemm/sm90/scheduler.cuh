@@ -7,6 +7,7 @@
 // consecutive tiles walk the grouped dimension first, so the CTAs running at the same time share
 // one operand tile of the other dimension and a few of the grouped one (L2 reuse).
 #pragma once
+#include "gemm/sm90/heuristic.cuh"
 #include "numerics/common.cuh"
 
 namespace fp4jit::sm90 {
@@ -72,11 +73,13 @@ struct StreamScheduler {
   int tiles_m, tiles_n, k_units, ctas, cta, units;
   long long total, run_begin, run_end;
 
-  // The CTA whose run holds unit s of the sequence (the largest b with run_start(b) <= s).
+  // The CTA whose run holds unit s of the sequence; where run b starts (heuristic.cuh's cuts).
   __device__ __forceinline__ int cta_of(long long s) const {
-    return static_cast<int>(((s + 1) * ctas - 1) / total);
+    return static_cast<int>(stream_k_run_of(s, total, ctas));
   }
-  __device__ __forceinline__ long long run_start(int b) const { return b * total / ctas; }
+  __device__ __forceinline__ long long run_start(int b) const {
+    return stream_k_run_start(b, total, ctas);
+  }
 
   __device__ __forceinline__ StreamScheduler(int M, int N, int k_units_, int ctas_, int cta_)
       : tiles_m((M + BLOCK_M - 1) / BLOCK_M),
